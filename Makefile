@@ -1,0 +1,33 @@
+# fivectl: the two commands of the README contract.
+#   make train  -> creates .venv, installs fivectl, trains the quickstart recipe on the embedded game
+#   make test   -> creates .venv, installs fivectl, runs ruff and the test suite
+PYTHON ?= python3.11
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+TORCH  ?= torch==2.13.0
+
+.PHONY: install train test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# torch first: any other torch request would pull a multi-GB CUDA build.
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q --disable-pip-version-check $(TORCH)
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+train: $(STAMP)
+	$(BIN)/fivectl train recipes/quickstart.toml --run runs/quickstart $(TRAIN_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check fivectl tests benchmarks examples
+
+test: $(STAMP) lint
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) build *.egg-info

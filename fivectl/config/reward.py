@@ -1,0 +1,37 @@
+"""``[reward]``: weights of the raw reward components and the shaping (paper appendix G, Table 6)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fivectl.config.fields import Schedule, param
+
+
+@dataclass
+class RewardConfig:
+    win: float = param(5.0, "Team reward for winning (loss: the negative). Not time-weighted.")
+    death: float = param(-1.0, "Solo reward when the hero dies.")
+    xp: float = param(0.002, "Solo reward per XP point gained.")
+    gold: float = param(0.006, "Solo reward per gold gained.")
+    gold_spent: float = param(0.0006, "Solo reward per gold spent.")
+    health: float = param(2.0, "Solo reward for health-fraction change, through (x+1-(1-x)^4)/2.")
+    mana: float = param(0.75, "Solo reward for mana-fraction change.")
+    kill: float = param(-0.6, "Solo reward for a hero kill (the gold and XP it brings are rewarded separately).")
+    last_hit: float = param(-0.16, "Solo reward for a last hit (its gold is rewarded separately).")
+    deny: float = param(0.15, "Solo reward for denying an allied creep.")
+    extra_life: float = param(5.0, "Team reward for the boss's extra-life item.")
+    ancient_hp: float = param(5.0, "Team reward for damage to the enemy ancient, as a fraction of its HP.")
+    tower_t1: float = param(2.25, "Team reward for a tier-1 tower: 2/3 linear in HP lost, 1/3 on death.")
+    tower_t2: float = param(3.0, "Team reward for a tier-2 tower.")
+    tower_t3: float = param(4.5, "Team reward for a tier-3 tower.")
+    tower_t4: float = param(2.25, "Team reward for a tier-4 (base) tower.")
+    barracks: float = param(6.0, "Team reward for barracks.")
+    zero_sum: bool = param(True, "Subtract the enemy team's mean reward from each hero's reward (paper G).")
+    time_decay: float = param(0.6, "Rewards other than win/loss are scaled by time_decay^(T/decay_minutes).", gt=0, le=1)
+    decay_minutes: float = param(10.0, "Minutes over which the time decay factor applies once.", gt=0)
+    team_spirit: Schedule = param(
+        factory=lambda: Schedule.constant(0.3),
+        doc="Team spirit tau: r_i = (1-tau) rho_i + tau mean(rho). Paper anneals 0.3 -> 1.0.",
+        ge=0,
+        le=1,
+    )
