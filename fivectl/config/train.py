@@ -10,20 +10,33 @@ from fivectl.config.fields import Schedule, param
 @dataclass
 class TrainConfig:
     seed: int = param(0, "Seed of the run: games, model init, sampling.", ge=0)
-    device: str = param("auto", "Learner device: auto (cuda when present), cpu or cuda.", choices=("auto", "cpu", "cuda"))
-    workers: int = param(2, "Rollout worker processes; 0 runs everything in one process (serial debug mode).", ge=0)
+    device: str = param(
+        "auto", "Learner device: auto (cuda when present), cpu or cuda.", choices=("auto", "cpu", "cuda")
+    )
+    workers: int = param(
+        2, "Rollout worker processes; 0 runs everything in one process (serial debug mode).", ge=0
+    )
     games_per_worker: int = param(16, "Games each rollout worker steps as one batch.", ge=1)
     fragment_length: int = param(64, "Steps per rollout fragment sent to the learner.", ge=1)
     bptt: int = param(16, "Truncated BPTT window in steps (paper: 16).", ge=1)
-    batch_windows: int = param(64, "16-step windows per gradient step (batch = batch_windows * bptt samples).", ge=1)
+    batch_windows: int = param(
+        64, "16-step windows per gradient step (batch = batch_windows * bptt samples).", ge=1
+    )
     publish_every: int = param(4, "Gradient steps between published parameter versions (paper: 32).", ge=1)
     learning_rate: Schedule = param(factory=lambda: Schedule.constant(3e-4), doc="Adam learning rate.", ge=0)
-    entropy_coef: Schedule = param(factory=lambda: Schedule.constant(0.01), doc="Entropy bonus (paper: 0.01).", ge=0)
+    entropy_coef: Schedule = param(
+        factory=lambda: Schedule.constant(0.01), doc="Entropy bonus (paper: 0.01).", ge=0
+    )
     horizon_s: Schedule = param(
         factory=lambda: Schedule.constant(10.0),
         doc="Reward horizon in game seconds; gamma = 1 - 0.133/H (paper: 6 -> 180 s).",
         gt=0,
     )
+    epochs: int = param(1, "Passes over each learner batch (paper: samples are reused about once).", ge=1)
+    minibatches: int = param(
+        1, "Gradient steps per pass; a learner batch holds batch_windows * minibatches windows.", ge=1
+    )
+    normalize_advantages: bool = param(True, "Standardize advantages within each minibatch.")
     gae_lambda: float = param(0.95, "GAE lambda (paper: 0.95).", ge=0, le=1)
     clip: float = param(0.2, "PPO clip epsilon.", gt=0)
     dual_clip: float = param(3.0, "Dual-clip bound c for negative advantages (HoK eq. 5); 0 disables.", ge=0)
@@ -33,16 +46,30 @@ class TrainConfig:
     adam_beta1: float = param(0.9, "Adam beta1.", ge=0, lt=1)
     adam_beta2: float = param(0.999, "Adam beta2.", ge=0, lt=1)
     adam_eps: float = param(1e-5, "Adam epsilon.", gt=0)
-    grad_clip_sigmas: float = param(5.0, "Per-parameter gradient clip to +-k*sqrt(v) (paper: 5); 0 disables.", ge=0)
+    grad_clip_sigmas: float = param(
+        5.0, "Per-parameter gradient clip to +-k*sqrt(v) (paper: 5); 0 disables.", ge=0
+    )
     obs_clip: float = param(5.0, "Normalized observations are clipped to +-obs_clip (paper: 5).", gt=0)
     scale_rewards: bool = param(True, "Divide rewards by a running std of returns.")
-    warmup_versions: int = param(0, "Versions trained at learning rate 0 after surgery (smooth restart).", ge=0)
-    max_staleness: int = param(8, "Fragments older than this many versions are handled by staleness_policy.", ge=0)
-    staleness_policy: str = param("drop", "What to do with too-stale fragments: drop them, or make workers wait.", choices=("drop", "wait"))
+    warmup_versions: int = param(
+        0, "Versions trained at learning rate 0 after surgery (smooth restart).", ge=0
+    )
+    max_staleness: int = param(
+        8, "Fragments older than this many versions are handled by staleness_policy.", ge=0
+    )
+    staleness_policy: str = param(
+        "drop",
+        "What to do with too-stale fragments: drop them, or make workers wait.",
+        choices=("drop", "wait"),
+    )
     max_sample_reuse: float = param(2.0, "Upper bound on samples consumed / samples produced.", gt=0)
-    max_samples: int = param(0, "Stop after this many agent-steps consumed by the learner; 0 = no limit.", ge=0)
+    max_samples: int = param(
+        0, "Stop after this many agent-steps consumed by the learner; 0 = no limit.", ge=0
+    )
     max_minutes: float = param(0.0, "Stop after this many wall-clock minutes; 0 = no limit.", ge=0)
     checkpoint_every: int = param(10, "Versions between checkpoints.", ge=1)
     keep_last: int = param(5, "Most recent checkpoints kept.", ge=1)
-    milestone_every: int = param(100, "Checkpoints at multiples of this version are kept forever; 0 = none.", ge=0)
+    milestone_every: int = param(
+        100, "Checkpoints at multiples of this version are kept forever; 0 = none.", ge=0
+    )
     rollout_save_every: int = param(50, "Keep one in this many fragments as Arrow rollouts; 0 = none.", ge=0)

@@ -1,0 +1,314 @@
+"""One PPO learner iteration on a batch of rollout fragments (paper §4 and C; structure of CleanRL's ppo.py).
+
+    fragments [T, B] --GAE per fragment--> advantages, returns      (gae.py; bootstrap with last_values)
+              --cut into 16-step windows--> [16, (T/16) * B]         (bptt.py; stored LSTM state per window)
+              --epochs x minibatches of whole teams--> gradient steps on the PPO loss (ppo.py, optim.py)
+
+The model is anything with ``evaluate(obs, actions, state0, first)`` returning an object with attributes
+``logprob, entropy, value, win_logit, aux`` (ARCHITECTURE.md ``EvalOutput``) or that 5-tuple; ``win_logit`` may
+be None. If it has ``update_normalizers(obs)``, the learner calls it on the batch after the gradient steps, so the
+importance ratios of this batch are computed with the normalization the workers used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import torch
+from torch import nn
+
+from fivectl.config.train import TrainConfig
+from fivectl.errors import BadInput
+from fivectl.rl.bptt import (
+    map_tensors,
+    num_windows,
+    select_columns,
+    split_windows,
+    team_minibatches,
+    window_states,
+)
+from fivectl.rl.gae import bootstrapped_labels, compute_gae
+from fivectl.rl.optim import ClippedAdam
+from fivectl.rl.ppo import normalize_advantages, ppo_loss
+from fivectl.rl.schedules import Hyperparameters
+
+
+@dataclass
+class FragmentBatch:
+    """Rollout fragments as the learner consumes them: B columns (agents) of T steps, time-major.
+
+    ``window_states`` is the model's recurrent state at the start of each BPTT window, a tree of tensors
+    [T // bptt, *state_shape] (for an LSTM (h, c), each [T // bptt, num_layers, B, H]); workers record it while
+    playing. ``outcomes`` (1 win, 0 loss, 0.5 draw) is read where ``dones`` is True and, with ``last_win_probs``
+    (the win probability predicted for the observation after the fragment), labels the win-probability head.
+    ``mask`` (bool or float weights) marks the samples that count; padding gets 0.
+    """
+
+    obs: Any
+    actions: torch.Tensor
+    logprobs: torch.Tensor
+    values: torch.Tensor
+    rewards: torch.Tensor
+    dones: torch.Tensor
+    first: torch.Tensor
+    last_values: torch.Tensor
+    window_states: Any
+    outcomes: torch.Tensor | None = None
+    last_win_probs: torch.Tensor | None = None
+    mask: torch.Tensor | None = None
+
+    @property
+    def steps(self) -> int:
+        return self.rewards.shape[0]
+
+    @property
+    def columns(self) -> int:
+        return self.rewards.shape[1]
+
+
+def concat_fragments(batches: list[FragmentBatch], state_batch_dim: int = 1) -> FragmentBatch:
+    """Fragments of equal length side by side (columns of batch i follow those of batch i-1)."""
+    if not batches:
+        raise BadInput("no fragments to concatenate")
+
+    def cat(values: list, dim: int) -> Any:
+        if any(v is None for v in values):
+            if all(v is None for v in values):
+                return None
+            raise BadInput(
+                "some fragments have an optional field (outcomes, last_win_probs) that others lack"
+            )
+        if isinstance(values[0], torch.Tensor):
+            return torch.cat(values, dim=dim)
+        if isinstance(values[0], dict):
+            return {key: cat([v[key] for v in values], dim) for key in values[0]}
+        if isinstance(values[0], list | tuple):
+            return type(values[0])(cat(list(parts), dim) for parts in zip(*values, strict=True))
+        raise BadInput(f"cannot concatenate fragment field of type {type(values[0]).__name__}")
+
+    if any(b.mask is not None for b in batches):
+        batches = [b if b.mask is not None else replace(b, mask=torch.ones_like(b.rewards)) for b in batches]
+    merged = {}
+    for f in fields(FragmentBatch):
+        values = [getattr(b, f.name) for b in batches]
+        if f.name == "last_values" or f.name == "last_win_probs":
+            merged[f.name] = cat(values, 0)
+        elif f.name == "window_states":
+            merged[f.name] = cat(values, 1 + state_batch_dim)
+        else:
+            merged[f.name] = cat(values, 1)
+    return FragmentBatch(**merged)
+
+
+@dataclass
+class Windows:
+    """The batch cut into BPTT windows: tensors [bptt, N, ...] with N = (T / bptt) * B columns."""
+
+    obs: Any
+    actions: torch.Tensor
+    old_logprobs: torch.Tensor
+    old_values: torch.Tensor
+    advantages: torch.Tensor
+    returns: torch.Tensor
+    first: torch.Tensor
+    weights: torch.Tensor
+    win_labels: torch.Tensor
+    win_weights: torch.Tensor
+    states: Any
+
+    def select(self, columns: torch.Tensor, state_batch_dim: int) -> Windows:
+        per_step = {
+            f.name: select_columns(getattr(self, f.name), columns) for f in fields(self) if f.name != "states"
+        }
+        return Windows(**per_step, states=select_columns(self.states, columns, dim=state_batch_dim))
+
+
+AuxLossFn = Callable[[Any, Windows], dict[str, torch.Tensor]]
+
+
+def _unpack(evaluation: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None, dict]:
+    if hasattr(evaluation, "logprob"):
+        return evaluation.logprob, evaluation.entropy, evaluation.value, evaluation.win_logit, evaluation.aux
+    logprob, entropy, value, win_logit, aux = evaluation
+    return logprob, entropy, value, win_logit, aux
+
+
+class PPOLearner:
+    """Owns the optimizer; :meth:`train_iteration` runs epochs x minibatches gradient steps on one batch.
+
+    ``team_size``: teammates are contiguous columns (ARCHITECTURE.md) and minibatches keep teams whole.
+    ``state_batch_dim``: the batch dimension of the model's state tensors (1 for an LSTM's (h, c)).
+    ``aux_loss_fn(evaluation, minibatch) -> {name: loss}``: extra auxiliary losses (net-worth rank, team
+    objectives), weighted by ``train.aux_loss_weight`` like the win-probability loss.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        train: TrainConfig,
+        *,
+        team_size: int = 1,
+        state_batch_dim: int = 1,
+        aux_loss_fn: AuxLossFn | None = None,
+        generator: torch.Generator | None = None,
+    ):
+        self.model = model
+        self.train = train
+        self.team_size = team_size
+        self.state_batch_dim = state_batch_dim
+        self.aux_loss_fn = aux_loss_fn
+        self.generator = generator
+        self.optimizer = ClippedAdam(
+            model.parameters(),
+            lr=train.learning_rate.start,
+            betas=(train.adam_beta1, train.adam_beta2),
+            eps=train.adam_eps,
+            clip_sigmas=train.grad_clip_sigmas,
+        )
+        self.gradient_steps = 0
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    # ---- the iteration ------------------------------------------------------------------------------------------
+
+    def train_iteration(self, batch: FragmentBatch, hp: Hyperparameters) -> dict[str, float]:
+        """Advantages, windows, then ``epochs`` passes of ``minibatches`` gradient steps. Returns metrics:
+        the loss parts averaged over the gradient steps, plus the settings and batch statistics used."""
+        batch = map_tensors(lambda x: x.to(self.device), batch)
+        windows = self.prepare_windows(batch, hp.gamma)
+        for group in self.optimizer.param_groups:
+            group["lr"] = hp.learning_rate
+
+        self.model.train()
+        sums: dict[str, float] = {}
+        counts: dict[str, int] = {}  # a part can be missing from a step (no win label in that minibatch)
+        for _ in range(self.train.epochs):
+            for columns in team_minibatches(
+                windows.advantages.shape[1], self.team_size, self.train.minibatches, self.generator
+            ):
+                parts = self.gradient_step(windows.select(columns, self.state_batch_dim), hp.entropy_coef)
+                for name, value in parts.items():
+                    sums[name] = sums.get(name, 0.0) + value
+                    counts[name] = counts.get(name, 0) + 1
+
+        update_normalizers = getattr(self.model, "update_normalizers", None)
+        if update_normalizers is not None:
+            update_normalizers(batch.obs)
+
+        metrics = {name: total / counts[name] for name, total in sums.items()}
+        metrics.update(
+            learning_rate=hp.learning_rate,
+            entropy_coef=hp.entropy_coef,
+            gamma=hp.gamma,
+            gradient_steps=float(self.gradient_steps),
+            samples=float(windows.weights.sum()),
+            advantage_mean=float(_weighted_mean(windows.advantages, windows.weights)),
+            return_mean=float(_weighted_mean(windows.returns, windows.weights)),
+        )
+        return metrics
+
+    def prepare_windows(self, batch: FragmentBatch, gamma: float) -> Windows:
+        """GAE on whole fragments (so returns bootstrap only at the fragment end), then 16-step windows."""
+        bptt = self.train.bptt
+        self._check_batch(batch)
+
+        # ---- advantages and value targets, per fragment (paper C: GAE lambda) ----
+        rewards, values, last_values = batch.rewards.float(), batch.values.float(), batch.last_values.float()
+        advantages, returns = compute_gae(
+            rewards, values, batch.dones, last_values, gamma, self.train.gae_lambda
+        )
+        weights = torch.ones_like(advantages) if batch.mask is None else batch.mask.to(advantages.dtype)
+
+        # ---- win-probability labels: the outcome, or the prediction at the fragment end (paper D) ----
+        if batch.outcomes is not None:
+            win_labels, valid = bootstrapped_labels(batch.outcomes, batch.dones, batch.last_win_probs)
+            win_weights = weights * valid.to(weights.dtype)
+        else:
+            win_labels, win_weights = torch.zeros_like(advantages), torch.zeros_like(advantages)
+
+        def cut(x: torch.Tensor) -> torch.Tensor:
+            return split_windows(x, bptt)
+
+        return Windows(
+            obs=map_tensors(cut, batch.obs),
+            actions=cut(batch.actions),
+            old_logprobs=cut(batch.logprobs.float()),
+            old_values=cut(batch.values.float()),
+            advantages=cut(advantages),
+            returns=cut(returns),
+            first=cut(batch.first.to(torch.bool)),
+            weights=cut(weights),
+            win_labels=cut(win_labels),
+            win_weights=cut(win_weights),
+            states=window_states(batch.window_states, self.state_batch_dim),
+        )
+
+    def _check_batch(self, batch: FragmentBatch) -> None:
+        num_windows(batch.steps, self.train.bptt)  # raises unless T is a multiple of the window
+        if batch.columns % self.team_size != 0:
+            raise BadInput(f"{batch.columns} fragment columns do not split into teams of {self.team_size}")
+        if batch.first.shape != batch.rewards.shape or batch.logprobs.shape != batch.rewards.shape:
+            raise BadInput(
+                f"first {tuple(batch.first.shape)} and logprobs {tuple(batch.logprobs.shape)} must match "
+                f"rewards {tuple(batch.rewards.shape)}"
+            )
+
+    def gradient_step(self, mb: Windows, entropy_coef: float) -> dict[str, float]:
+        """One optimizer step on a minibatch of windows (truncated BPTT from the stored states)."""
+        evaluation = self.model.evaluate(mb.obs, mb.actions, mb.states, mb.first)
+        logprob, entropy, value, win_logit, _ = _unpack(evaluation)
+
+        advantages = mb.advantages
+        if self.train.normalize_advantages:
+            advantages = normalize_advantages(advantages, mb.weights)
+        aux_losses = self.aux_loss_fn(evaluation, mb) if self.aux_loss_fn is not None else None
+        has_win_labels = win_logit is not None and bool(mb.win_weights.sum() > 0)
+
+        loss, parts = ppo_loss(
+            logprob=logprob,
+            old_logprob=mb.old_logprobs,
+            advantages=advantages,
+            entropy=entropy,
+            values=value,
+            old_values=mb.old_values,
+            returns=mb.returns,
+            clip=self.train.clip,
+            dual_clip=self.train.dual_clip,
+            value_clip=self.train.value_clip,
+            value_loss_weight=self.train.value_loss_weight,
+            entropy_coef=entropy_coef,
+            weights=mb.weights,
+            win_logit=win_logit if has_win_labels else None,
+            win_labels=mb.win_labels if has_win_labels else None,
+            win_weights=mb.win_weights,
+            aux_losses=aux_losses,
+            aux_loss_weight=self.train.aux_loss_weight,
+        )
+
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
+        parts["grad_norm"] = (
+            float(torch.linalg.vector_norm(torch.stack([g.norm() for g in grads]))) if grads else 0.0
+        )
+        self.optimizer.step()
+        parts["optimizer_clip_fraction"] = self.optimizer.last_clip_fraction
+        self.gradient_steps += 1
+        return parts
+
+    # ---- checkpoint state (tensors and plain values only) -------------------------------------------------------
+
+    def state_dict(self) -> dict:
+        return {"optimizer": self.optimizer.state_dict(), "gradient_steps": self.gradient_steps}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.gradient_steps = int(state["gradient_steps"])
+
+
+def _weighted_mean(x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    return (x * weights).sum() / weights.sum().clamp_min(1e-8)

@@ -1,0 +1,157 @@
+"""Running statistics: observation normalization and reward scaling (paper appendix C, "Observations" and
+"Reward"; the usual PPO implementations for the return-based reward scale).
+
+Both keep float64 statistics so that billions of samples do not lose precision, and both store only tensors so a
+checkpoint holds them without pickling.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from fivectl.errors import BadInput
+
+
+def merge_moments(
+    mean: torch.Tensor,
+    var: torch.Tensor,
+    count: torch.Tensor,
+    batch_mean: torch.Tensor,
+    batch_var: torch.Tensor,
+    batch_count: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Merge two (mean, population variance, count) summaries (Chan, Golub & LeVeque 1979, parallel form).
+
+    delta = mb - m;  n' = n + nb;  m' = m + delta * nb / n';  M2' = n v + nb vb + delta^2 n nb / n';  v' = M2'/n'
+    """
+    total = count + batch_count
+    delta = batch_mean - mean
+    new_mean = mean + delta * (batch_count / total)
+    m2 = var * count + batch_var * batch_count + delta.square() * (count * batch_count / total)
+    return new_mean, m2 / total, total
+
+
+class RunningMeanStd(nn.Module):
+    """Running mean/variance of a feature vector and the clipped standardization it defines.
+
+    Paper C: observations are normalized by a running mean and standard deviation and clipped to +-5. ``mask``
+    selects the columns to normalize (float features); the others (categorical ids, flags) pass through.
+    Buffers ``mean``, ``var``, ``count`` (float64) travel with the model's ``state_dict``.
+    """
+
+    def __init__(self, size: int, mask: torch.Tensor | None = None, clip: float = 5.0, eps: float = 1e-8):
+        super().__init__()
+        if size < 1:
+            raise BadInput(f"RunningMeanStd size must be >= 1, got {size}")
+        if mask is None:
+            mask = torch.ones(size, dtype=torch.bool)
+        mask = torch.as_tensor(mask, dtype=torch.bool)
+        if mask.shape != (size,):
+            raise BadInput(f"RunningMeanStd mask has shape {tuple(mask.shape)}, expected ({size},)")
+        self.size = size
+        self.clip = float(clip)
+        self.eps = float(eps)
+        self.register_buffer("mask", mask.clone())
+        self.register_buffer("mean", torch.zeros(size, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(size, dtype=torch.float64))
+        # count starts at 0: the first update replaces the prior (mean 0, var 1) entirely.
+        self.register_buffer("count", torch.zeros((), dtype=torch.float64))
+
+    def _apply(self, fn, recurse=True):
+        # model.float() / .half() would truncate the float64 statistics; only device moves apply to them.
+        def keep_float64(t: torch.Tensor) -> torch.Tensor:
+            out = fn(t)
+            if t.dtype == torch.float64 and out.dtype != torch.float64:
+                return t.to(device=out.device)
+            return out
+
+        return super()._apply(keep_float64, recurse)
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        """Fold every row of ``x`` [..., size] into the statistics (all leading dims are samples)."""
+        if x.shape[-1] != self.size:
+            raise BadInput(f"RunningMeanStd expects last dim {self.size}, got shape {tuple(x.shape)}")
+        rows = x.detach().reshape(-1, self.size).to(torch.float64)
+        n = rows.shape[0]
+        if n == 0:
+            return
+        batch_mean = rows.mean(dim=0)
+        batch_var = rows.var(dim=0, unbiased=False)
+        mean, var, count = merge_moments(self.mean, self.var, self.count, batch_mean, batch_var, float(n))
+        self.mean.copy_(mean)
+        self.var.copy_(var)
+        self.count.copy_(count)
+
+    @property
+    def std(self) -> torch.Tensor:
+        return torch.sqrt(self.var + self.eps)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(x - mean) / sqrt(var + eps) clipped to +-clip on masked columns; other columns unchanged."""
+        mean = self.mean.to(x.dtype)
+        std = self.std.to(x.dtype)
+        normalized = ((x - mean) / std).clamp(-self.clip, self.clip)
+        return torch.where(self.mask, normalized, x)
+
+
+class RewardScaler(nn.Module):
+    """Divide rewards by the running standard deviation of the discounted return.
+
+    As in the common PPO implementations (OpenAI baselines ``VecNormalize``, gym ``NormalizeReward``): each agent
+    accumulates ``ret = gamma * ret + r``; the statistics of ``ret`` give the scale; the accumulator of an agent
+    is reset to 0 when its game ends. Rewards are divided by the std, not centered (centering would change the
+    optimal policy for episodes of varying length). ``num_agents`` is the number of reward columns the caller
+    feeds every time (e.g. games_per_worker * agents_per_game for one worker). State: tensors only.
+    """
+
+    def __init__(self, num_agents: int, clip: float = 10.0, eps: float = 1e-8):
+        super().__init__()
+        if num_agents < 1:
+            raise BadInput(f"RewardScaler num_agents must be >= 1, got {num_agents}")
+        self.num_agents = num_agents
+        self.clip = float(clip)
+        self.eps = float(eps)
+        self.return_stats = RunningMeanStd(1, eps=eps)
+        self.register_buffer("returns", torch.zeros(num_agents, dtype=torch.float64))
+
+    @property
+    def std(self) -> float:
+        return float(self.return_stats.std[0])
+
+    @torch.no_grad()
+    def update(self, rewards: torch.Tensor, dones: torch.Tensor, gamma: float) -> None:
+        """Advance the return accumulators over ``rewards`` [T, B] or [B] (``dones`` same shape: the game ended
+        after that step) and fold every intermediate return into the statistics."""
+        rewards, dones = _as_time_major(rewards, dones, self.num_agents)
+        returns = self.returns.clone()
+        history = torch.empty_like(rewards, dtype=torch.float64)
+        for t in range(rewards.shape[0]):
+            returns = gamma * returns + rewards[t].to(torch.float64)
+            history[t] = returns
+            returns = torch.where(dones[t], torch.zeros_like(returns), returns)
+        self.returns.copy_(returns)
+        self.return_stats.update(history.reshape(-1, 1))
+
+    def scale(self, rewards: torch.Tensor) -> torch.Tensor:
+        """Rewards divided by the running return std, clipped to +-clip, in the rewards' dtype."""
+        return (rewards / self.std).clamp(-self.clip, self.clip)
+
+    def forward(self, rewards: torch.Tensor, dones: torch.Tensor, gamma: float) -> torch.Tensor:
+        """Update with this batch, then scale it (the usual order: the first batch is scaled by itself)."""
+        self.update(rewards, dones, gamma)
+        return self.scale(rewards)
+
+
+def _as_time_major(
+    rewards: torch.Tensor, dones: torch.Tensor, num_agents: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    if rewards.dim() == 1:
+        rewards, dones = rewards.unsqueeze(0), dones.unsqueeze(0)
+    if rewards.dim() != 2 or rewards.shape[1] != num_agents or dones.shape != rewards.shape:
+        raise BadInput(
+            f"RewardScaler expects rewards and dones [T, {num_agents}], got {tuple(rewards.shape)} "
+            f"and {tuple(dones.shape)}"
+        )
+    return rewards, dones.to(torch.bool)

@@ -1,0 +1,89 @@
+import numpy as np
+import pytest
+import torch
+
+from fivectl.errors import BadInput
+from fivectl.rl.normalize import RewardScaler, RunningMeanStd
+
+
+def test_statistics_match_numpy_on_a_stream_of_batches():
+    rng = np.random.default_rng(0)
+    rms = RunningMeanStd(5)
+    seen = []
+    for i in range(20):
+        # batches of varying size and shifting distribution, with extra leading dims
+        batch = rng.normal(loc=i * 0.3, scale=1 + i * 0.1, size=(rng.integers(1, 7), 3, 5))
+        rms.update(torch.from_numpy(batch))
+        seen.append(batch.reshape(-1, 5))
+    everything = np.concatenate(seen)
+    np.testing.assert_allclose(rms.mean.numpy(), everything.mean(axis=0), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(rms.var.numpy(), everything.var(axis=0), rtol=1e-10)
+    assert rms.count.item() == len(everything)
+
+
+def test_forward_standardizes_masked_columns_clips_and_keeps_dtype():
+    mask = torch.tensor([True, True, False])
+    rms = RunningMeanStd(3, mask=mask, clip=5.0)
+    data = torch.randn(4000, 3, dtype=torch.float64) * torch.tensor([2.0, 10.0, 1.0]) + torch.tensor(
+        [1.0, -3.0, 0.0]
+    )
+    rms.update(data)
+    x = torch.tensor([[1.0, -3.0, 7.0], [1.0 + 100.0, -3.0 - 1000.0, -9.0]], dtype=torch.float32)
+    y = rms(x)
+    assert y.dtype == torch.float32
+    assert torch.allclose(y[0, :2], torch.zeros(2), atol=0.1)  # the mean maps to ~0
+    assert y[1, 0].item() == 5.0 and y[1, 1].item() == -5.0  # clipped to +-clip
+    assert y[0, 2].item() == 7.0 and y[1, 2].item() == -9.0  # unmasked column passes through unchanged
+    expected = (x[:, 0].double() - rms.mean[0]) / torch.sqrt(rms.var[0] + rms.eps)
+    assert torch.allclose(y[0, 0].double(), expected[0], atol=1e-6)
+
+
+def test_statistics_stay_float64_and_round_trip_through_state_dict():
+    rms = RunningMeanStd(2)
+    rms.update(torch.randn(10, 2))
+    net = torch.nn.Sequential(torch.nn.Linear(2, 2), rms).float()
+    assert net[1].mean.dtype == torch.float64
+    copy = RunningMeanStd(2)
+    copy.load_state_dict(rms.state_dict())
+    assert torch.equal(copy.mean, rms.mean) and torch.equal(copy.var, rms.var) and copy.count == rms.count
+
+
+def test_update_does_not_track_gradients_and_rejects_wrong_width():
+    rms = RunningMeanStd(2)
+    x = torch.randn(3, 2, requires_grad=True)
+    rms.update(x)
+    assert not rms.mean.requires_grad
+    with pytest.raises(BadInput):
+        rms.update(torch.randn(3, 4))
+
+
+def test_reward_scaler_uses_discounted_returns_reset_at_game_ends():
+    gamma = 0.9
+    rewards = torch.tensor([[1.0, 2.0], [1.0, -1.0], [1.0, 0.5], [1.0, 3.0]])
+    dones = torch.tensor([[False, False], [True, False], [False, False], [False, True]])
+    scaler = RewardScaler(num_agents=2)
+    scaler.update(rewards[:2], dones[:2], gamma)  # two calls: the accumulators must carry over
+    scaler.update(rewards[2:], dones[2:], gamma)
+    # reference: ret = gamma * ret + r, recorded, then reset after a terminal step
+    expected, ret = [], np.zeros(2)
+    for t in range(4):
+        ret = gamma * ret + rewards[t].numpy()
+        expected.extend(ret.tolist())
+        ret = np.where(dones[t].numpy(), 0.0, ret)
+    assert scaler.return_stats.count.item() == 8
+    np.testing.assert_allclose(scaler.return_stats.var.item(), np.var(expected), rtol=1e-9)
+    np.testing.assert_allclose(scaler.returns.numpy(), ret, rtol=1e-12)
+    scaled = scaler.scale(rewards)
+    assert torch.allclose(scaled, rewards / np.sqrt(np.var(expected) + 1e-8))
+
+
+def test_reward_scaler_state_is_plain_tensors_and_restores():
+    scaler = RewardScaler(num_agents=3)
+    scaler(torch.randn(6, 3), torch.zeros(6, 3, dtype=torch.bool), 0.99)
+    state = scaler.state_dict()
+    assert all(isinstance(v, torch.Tensor) for v in state.values())
+    restored = RewardScaler(num_agents=3)
+    restored.load_state_dict(state)
+    r = torch.randn(2, 3)
+    assert torch.equal(restored.scale(r), scaler.scale(r))
+    assert torch.equal(restored.returns, scaler.returns)

@@ -1,0 +1,125 @@
+import copy
+import math
+
+import pytest
+import torch
+
+from fivectl.errors import BadInput
+from fivectl.rl.optim import ClippedAdam
+
+BETA1, BETA2, EPS, LR, K = 0.9, 0.999, 1e-5, 1e-2, 5.0
+
+
+def heavy_tailed_gradients(steps: int, size: int, seed: int = 0) -> list[torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
+    normal = torch.randn(steps, size, generator=generator, dtype=torch.float64)
+    # Cauchy-like outliers: a ratio of normals, plus a few explicit spikes of 1e4
+    spikes = torch.randn(steps, size, generator=generator, dtype=torch.float64).abs().clamp_min(0.02)
+    grads = normal / spikes
+    grads[::37, 0] = 1e4
+    return list(grads)
+
+
+@pytest.mark.parametrize("k", [0.0, 1e12])
+def test_equals_torch_adam_when_the_clip_is_off_or_never_reached(k):
+    grads = heavy_tailed_gradients(60, 8)
+    ours = torch.nn.Parameter(torch.linspace(-1, 1, 8, dtype=torch.float64))
+    reference = torch.nn.Parameter(ours.detach().clone())
+    opt = ClippedAdam([ours], lr=LR, betas=(BETA1, BETA2), eps=EPS, clip_sigmas=k)
+    ref = torch.optim.Adam([reference], lr=LR, betas=(BETA1, BETA2), eps=EPS)
+    for g in grads:
+        ours.grad, reference.grad = g.clone(), g.clone()
+        opt.step()
+        ref.step()
+    torch.testing.assert_close(ours.detach(), reference.detach(), rtol=1e-12, atol=1e-12)
+    assert opt.last_clip_fraction == 0.0
+
+
+def test_every_gradient_entering_adam_is_within_k_sqrt_v_and_every_update_is_bounded():
+    grads = heavy_tailed_gradients(300, 16)
+    param = torch.nn.Parameter(torch.zeros(16, dtype=torch.float64))
+    opt = ClippedAdam([param], lr=LR, betas=(BETA1, BETA2), eps=EPS, clip_sigmas=K)
+    previous_m = torch.zeros(16, dtype=torch.float64)
+    previous_v = torch.zeros(16, dtype=torch.float64)
+    max_rms = torch.zeros(16, dtype=torch.float64)
+    clipped_steps = 0
+    for t, g in enumerate(grads, start=1):
+        before = param.detach().clone()
+        param.grad = g.clone()
+        opt.step()
+        state = opt.state[param]
+        m, v = state["exp_avg"], state["exp_avg_sq"]
+        rms = (v / (1 - BETA2**t)).sqrt()  # sqrt of the bias-corrected second moment of the raw gradients
+        # v is the running second moment of the UNCLIPPED gradient
+        torch.testing.assert_close(v, BETA2 * previous_v + (1 - BETA2) * g.square())
+        previous_v = v.clone()
+        # recover the gradient that entered the first moment: m_t = beta1 m_{t-1} + (1 - beta1) g'_t
+        entered = (m - BETA1 * previous_m) / (1 - BETA1)
+        previous_m = m.clone()
+        bound = K * rms
+        assert (entered.abs() <= bound * (1 + 1e-9)).all()
+        inside = g.abs() <= bound
+        torch.testing.assert_close(entered[inside], g[inside])  # unclipped gradients pass unchanged
+        torch.testing.assert_close(entered[~inside], g[~inside].sign() * bound[~inside])
+        clipped_steps += int((~inside).any())
+        # hence the step: |m^_t| <= max_s k sqrt(v^_s), so |delta theta| <= lr k max_s sqrt(v^_s) / (sqrt(v^_t) + eps)
+        max_rms = torch.max(max_rms, rms)
+        step = (param.detach() - before).abs()
+        assert (step <= LR * K * max_rms / (rms + EPS) * (1 + 1e-9)).all()
+    assert clipped_steps > 10  # the heavy tails really were clipped: the test is not vacuous
+
+
+def test_an_outlier_moves_parameters_much_less_than_with_adam():
+    generator = torch.Generator().manual_seed(3)
+    ours = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
+    reference = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
+    opt = ClippedAdam([ours], lr=LR, betas=(BETA1, BETA2), eps=EPS, clip_sigmas=K)
+    ref = torch.optim.Adam([reference], lr=LR, betas=(BETA1, BETA2), eps=EPS)
+    warmup = 3000  # long enough that v's bias correction ~1 (1 - 0.999^3000 = 0.95)
+    grads = list(torch.randn(warmup, 1, generator=generator, dtype=torch.float64))
+    grads += [torch.tensor([1e6], dtype=torch.float64)] + [torch.zeros(1, dtype=torch.float64)] * 30
+    moved_ours = moved_ref = 0.0
+    for i, g in enumerate(grads):
+        before_ours, before_ref = ours.item(), reference.item()
+        ours.grad, reference.grad = g.clone(), g.clone()
+        opt.step()
+        ref.step()
+        if i >= warmup:
+            moved_ours += abs(ours.item() - before_ours)
+            moved_ref += abs(reference.item() - before_ref)
+    # v includes the spike S, so the clip lets k sqrt((1 - beta2) / 0.95) S ~ 0.16 S into m instead of S: the
+    # displacement caused by the spike shrinks about 6-fold
+    assert moved_ours < moved_ref / 5
+
+
+def test_state_dict_is_tensors_and_plain_values_and_resumes_exactly():
+    grads = heavy_tailed_gradients(40, 4, seed=5)
+    continuous = torch.nn.Parameter(torch.ones(4, dtype=torch.float64))
+    opt = ClippedAdam([continuous], lr=LR, clip_sigmas=K)
+    for g in grads[:20]:
+        continuous.grad = g.clone()
+        opt.step()
+    state = opt.state_dict()
+    for entry in state["state"].values():
+        assert isinstance(entry["step"], int)
+        assert all(isinstance(entry[key], torch.Tensor) for key in ("exp_avg", "exp_avg_sq"))
+    for group in state["param_groups"]:
+        assert all(isinstance(value, int | float | tuple | list) for value in group.values())
+
+    resumed = torch.nn.Parameter(continuous.detach().clone())
+    opt2 = ClippedAdam([resumed], lr=LR, clip_sigmas=K)
+    opt2.load_state_dict(copy.deepcopy(state))  # like torch.optim, state_dict() returns live tensors
+    for g in grads[20:]:
+        continuous.grad, resumed.grad = g.clone(), g.clone()
+        opt.step()
+        opt2.step()
+    assert torch.equal(continuous.detach(), resumed.detach())
+
+
+def test_bad_settings_are_bad_input():
+    p = [torch.nn.Parameter(torch.zeros(1))]
+    with pytest.raises(BadInput):
+        ClippedAdam(p, clip_sigmas=-1)
+    with pytest.raises(BadInput):
+        ClippedAdam(p, betas=(1.0, 0.999))
+    assert math.isfinite(ClippedAdam(p).defaults["lr"])

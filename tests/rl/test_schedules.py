@@ -1,0 +1,49 @@
+import pytest
+
+from fivectl.config import recipe_from_dict
+from fivectl.config.fields import Schedule
+from fivectl.errors import BadInput
+from fivectl.rl.gae import gamma_from_horizon
+from fivectl.rl.schedules import Progress, hyperparameters_at, schedule_value, step_seconds
+
+
+def recipe():
+    return recipe_from_dict(
+        {
+            "game": {"fps": 30, "frameskip": 4},
+            "train": {
+                "learning_rate": {"points": [[0, 1e-3], [1000, 0.0]], "interp": "linear", "unit": "samples"},
+                "entropy_coef": {"points": [[0, 0.01], [10, 0.001]], "interp": "step", "unit": "versions"},
+                "horizon_s": {"points": [[0, 6.0], [1000, 180.0]], "unit": "samples"},
+            },
+            "reward": {"team_spirit": {"points": [[0, 0.0], [20, 1.0]], "unit": "versions"}},
+        }
+    )
+
+
+def test_each_schedule_reads_its_own_unit():
+    hp = hyperparameters_at(recipe(), Progress(samples=250, versions=10))
+    assert hp.learning_rate == pytest.approx(7.5e-4)  # linear in samples
+    assert hp.entropy_coef == pytest.approx(0.001)  # step in versions, reached at 10
+    assert hp.team_spirit == pytest.approx(0.5)  # linear in versions
+    assert hp.horizon_s == pytest.approx(6.0 + 0.25 * 174.0)
+    assert hp.gamma == pytest.approx(gamma_from_horizon(hp.horizon_s, 4 / 30))
+    early = hyperparameters_at(recipe(), Progress(samples=0, versions=9))
+    assert early.entropy_coef == pytest.approx(0.01) and early.learning_rate == pytest.approx(1e-3)
+    late = hyperparameters_at(recipe(), Progress(samples=10**9, versions=10**6))
+    assert late.learning_rate == 0.0 and late.horizon_s == pytest.approx(180.0) and late.team_spirit == 1.0
+
+
+def test_learning_rate_is_zero_during_the_warm_period_after_surgery():
+    hp = hyperparameters_at(recipe(), Progress(samples=0, versions=12), warmup_end_version=13)
+    assert hp.learning_rate == 0.0 and hp.entropy_coef == pytest.approx(0.001)
+    assert (
+        hyperparameters_at(recipe(), Progress(samples=0, versions=13), warmup_end_version=13).learning_rate
+        > 0
+    )
+
+
+def test_step_seconds_and_unknown_unit():
+    assert step_seconds(recipe()) == pytest.approx(0.1333, abs=1e-4)
+    with pytest.raises(BadInput):
+        schedule_value(Schedule(points=[[0.0, 1.0]], unit="hours"), Progress())
