@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 
 from fivectl import __version__
-from fivectl.cli import recipe, runs
+from fivectl.cli import model, recipe, runs
+from fivectl.cli.train import train
 
 app = typer.Typer(
     name="fivectl",
@@ -19,6 +20,8 @@ app = typer.Typer(
 )
 app.add_typer(recipe.app, name="recipe")
 app.add_typer(runs.app, name="runs")
+app.add_typer(model.app, name="model")
+app.command("train")(train)
 
 
 def _version(value: bool) -> None:

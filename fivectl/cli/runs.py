@@ -9,7 +9,8 @@ import typer
 from rich.table import Table
 
 from fivectl.cli.common import handle_errors, out_console, print_json
-from fivectl.store.rundir import find_runs
+from fivectl.store.rundir import RunDir, find_runs
+from fivectl.store.summary import plot_learning_curves, run_summary
 
 app = typer.Typer(help="List and inspect run directories.", no_args_is_help=True)
 
@@ -55,3 +56,106 @@ def list_runs(
             str(r["lineage"]),
         )
     out_console.print(table)
+
+
+RunArg = Annotated[Path, typer.Argument(help="A run directory, e.g. runs/quickstart.")]
+
+
+@app.command("show")
+@handle_errors
+def show(
+    run: RunArg,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Versions, samples, samples/s, staleness, reuse, the latest metrics and the checkpoint list of a run."""
+    summary = run_summary(RunDir.open(run))
+    if as_json:
+        print_json(summary)
+        return
+    out_console.print(_overview_table(summary))
+    if summary["latest_metrics"]:
+        out_console.print(_metrics_table(summary["latest_metrics"]))
+    else:
+        out_console.print("metrics: none yet")
+    if summary["checkpoints"]:
+        out_console.print(_checkpoints_table(summary["checkpoints"]))
+    else:
+        out_console.print("checkpoints: none yet")
+
+
+@app.command("plot")
+@handle_errors
+def plot(
+    run: RunArg,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="PNG to write (default RUN/logs/learning_curves.png).")
+    ] = None,
+) -> None:
+    """Write a PNG of the learning curves of a run."""
+    path = plot_learning_curves(RunDir.open(run), out)
+    out_console.print(f"wrote {path}")
+
+
+def _fmt(v: object) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.4g}" if abs(v) < 1e5 else f"{v:,.0f}"
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    return str(v)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.2f} GiB"
+
+
+def _overview_table(s: dict) -> Table:
+    table = Table(title=f"run {s['path']}", show_header=False)
+    table.add_column("key", style="cyan")
+    table.add_column("value")
+    versions = s["versions"]
+    rows = [
+        ("name", s["name"]),
+        ("schema", f"v{s['schema_version']}" if s["schema_version"] else None),
+        ("latest version", s["latest_version"] if s["latest_version"] is not None else "none yet"),
+        ("checkpoints", f"{len(versions)} ({', '.join(map(str, versions))})" if versions else "none yet"),
+        ("iterations", s["iterations"]),
+        ("samples", s["samples"]),
+        ("samples/s", s["samples_per_s"]),
+        ("staleness (mean)", s["staleness_mean"]),
+        ("sample reuse", s["sample_reuse"]),
+        ("lineage events", len(s["lineage"])),
+    ]
+    for key, value in rows:
+        table.add_row(key, _fmt(value))
+    return table
+
+
+def _metrics_table(last: dict) -> Table:
+    table = Table(title=f"latest metrics (iteration {_fmt(last.get('iteration'))})", show_header=False)
+    table.add_column("metric", style="cyan")
+    table.add_column("value")
+    for key, value in last.items():
+        if key != "iteration":
+            table.add_row(key, _fmt(value))
+    return table
+
+
+def _checkpoints_table(checkpoints: list[dict]) -> Table:
+    table = Table(title="checkpoints")
+    for col in ("version", "iteration", "samples", "size", "milestone"):
+        table.add_column(col)
+    for c in checkpoints:
+        table.add_row(
+            str(c["version"]),
+            _fmt(c.get("iteration")),
+            _fmt(c.get("samples")),
+            _size(c["bytes"]),
+            "yes" if c["milestone"] else "",
+        )
+    return table

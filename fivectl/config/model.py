@@ -9,12 +9,24 @@ from fivectl.config.fields import param
 
 @dataclass
 class ModelConfig:
-    schema_version: int = param(1, "Observation schema version (schemas/obs/vN.toml) the model is built from.", ge=1)
+    schema_version: int = param(
+        1, "Observation schema version (schemas/obs/vN.toml) the model is built from.", ge=1
+    )
     unit_embed: int = param(64, "Width of the per-unit embedding produced by the shared unit MLP.", ge=1)
     unit_hidden: int = param(64, "Hidden width of the shared unit MLP.", ge=1)
     cat_embed: int = param(16, "Embedding width of each categorical field.", ge=1)
     grid_channels: int = param(8, "Channels of the nearby-terrain conv net.", ge=1)
     fc_size: int = param(256, "Width of the fully connected layer before the LSTM.", ge=4)
-    cross_hero_fraction: float = param(0.25, "Fraction of the FC vector max-pooled across teammates (paper: 25%).", ge=0, le=1)
+    cross_hero_fraction: float = param(
+        0.25, "Fraction of the FC vector max-pooled across teammates (paper: 25%).", ge=0, le=1
+    )
     lstm_size: int = param(128, "LSTM hidden size (paper: 4096).", ge=1)
-    win_prob_grad_weight: float = param(0.01, "Weight of the win-probability loss gradient into the trunk.", ge=0)
+    win_prob_grad_weight: float = param(
+        0.01, "Weight of the win-probability loss gradient into the trunk.", ge=0
+    )
+    attention_size: int = param(64, "Width of the target-attention query and keys (HoK eq. 1).", ge=1)
+    aux_hidden: int = param(64, "Hidden width of the small auxiliary prediction networks (paper D).", ge=1)
+    aux_objectives: list[str] = param(
+        factory=lambda: ["tower_t1", "tower_t2", "tower_t3", "tower_t4", "barracks", "ancient"],
+        doc="Team objectives the auxiliary head predicts (one logit each: will this hero help destroy one soon).",
+    )

@@ -1,0 +1,211 @@
+"""Learner throughput: samples/s of forward + backward over batches of 16-step windows, on CPU, one thread.
+
+For each model (quickstart recipe; a mid-size 5v5 model with a 1024-unit LSTM) it times ``evaluate`` + a simple
+PPO-like loss + ``backward`` and, in the same run over the same batch shape, a bare ``torch.nn.LSTM`` of the same
+input and hidden size (forward + backward of ``out.sum()``): the ratio is the cost of everything around the LSTM
+(encoder, heads, masks). It also times the ways of resetting the LSTM state at game starts inside a window, and
+one forward/backward of the paper-scale network (4096-unit LSTM).
+
+    .venv/bin/python benchmarks/learner_throughput.py --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from fivectl.config import load_recipe
+from fivectl.model import PolicyNet, run_lstm
+from fivectl.model.synthetic import random_obs
+from fivectl.schema import load_schema
+
+REPO = Path(__file__).resolve().parents[1]
+WINDOW = 16
+
+
+def timed(fn, repeats: int) -> float:
+    """Median seconds of ``fn()`` after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def window_batch(net: PolicyNet, windows: int, seed: int = 0):
+    schema = net.schema
+    g = torch.Generator().manual_seed(seed)
+    obs = random_obs(schema, (WINDOW, windows), g)
+    first = torch.zeros(WINDOW, windows, dtype=torch.bool)
+    first[0] = True
+    with torch.no_grad():
+        state = net.initial_state(windows)
+        actions = []
+        for t in range(WINDOW):
+            out = net.act({k: v[t] for k, v in obs.items()}, state, first[t])
+            state = out.state
+            actions.append(out.actions)
+    first[0] = False  # a training window starts from its stored state, not a reset
+    return obs, torch.stack(actions), first
+
+
+def learner_step(net: PolicyNet, obs, actions, first, state0, advantages, returns) -> None:
+    net.zero_grad(set_to_none=True)
+    ev = net.evaluate(obs, actions, state0, first)
+    loss = (
+        -(ev.logprob * advantages).mean()
+        + 0.5 * (ev.value - returns).square().mean()
+        - 0.01 * ev.entropy.mean()
+        + torch.nn.functional.binary_cross_entropy_with_logits(
+            ev.win_logit, torch.full_like(ev.win_logit, 0.5)
+        )
+        + sum(v.square().mean() for v in ev.aux.values())
+    )
+    loss.backward()
+
+
+def bare_lstm_step(lstm: torch.nn.LSTM, x: torch.Tensor, state) -> None:
+    lstm.zero_grad(set_to_none=True)
+    out, _ = lstm(x, state)
+    out.sum().backward()
+
+
+def measure_model(name: str, recipe: str, overrides: list[str], windows: int, repeats: int) -> dict:
+    cfg = load_recipe(REPO / "recipes" / recipe, overrides)
+    schema = load_schema(cfg.model.schema_version)
+    torch.manual_seed(0)
+    net = PolicyNet(schema, cfg.model, cfg.game.team_size)
+    windows -= windows % cfg.game.team_size
+    obs, actions, first = window_batch(net, windows)
+    state0 = tuple(s.normal_() * 0.1 for s in net.initial_state(windows))
+    adv, ret = torch.randn(WINDOW, windows), torch.randn(WINDOW, windows)
+    ours = timed(lambda: learner_step(net, obs, actions, first, state0, adv, ret), repeats)
+    lstm = torch.nn.LSTM(cfg.model.fc_size, cfg.model.lstm_size)
+    x = torch.randn(WINDOW, windows, cfg.model.fc_size)
+    bare = timed(lambda: bare_lstm_step(lstm, x, state0), repeats)
+    samples = WINDOW * windows
+    return {
+        "model": name,
+        "recipe": recipe,
+        "overrides": overrides,
+        "parameters": sum(p.numel() for p in net.parameters()),
+        "lstm_size": cfg.model.lstm_size,
+        "windows": windows,
+        "samples_per_batch": samples,
+        "seconds_per_batch": ours,
+        "samples_per_s": samples / ours,
+        "bare_lstm_samples_per_s": samples / bare,
+        "overhead_ratio": ours / bare,
+    }
+
+
+def stepwise_lstm(lstm: torch.nn.LSTM, x: torch.Tensor, state, first: torch.Tensor):
+    """The alternative to ``run_lstm``: one fused call per step, state multiplied by (1 - first)."""
+    h, c = state
+    outs = []
+    for t in range(x.shape[0]):
+        keep = (~first[t]).to(x.dtype)[None, :, None]
+        out, (h, c) = lstm(x[t : t + 1], (h * keep, c * keep))
+        outs.append(out)
+    return torch.cat(outs), (h, c)
+
+
+def measure_resets(lstm_size: int, fc_size: int, windows: int, repeats: int) -> dict:
+    """Forward + backward of the LSTM alone under each reset strategy, for 0, 1 and 15 inner reset steps."""
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(fc_size, lstm_size)
+    x = torch.randn(WINDOW, windows, fc_size)
+    state = (torch.zeros(1, windows, lstm_size), torch.zeros(1, windows, lstm_size))
+    out: dict[str, float] = {}
+    for resets in (0, 1, WINDOW - 1):
+        first = torch.zeros(WINDOW, windows, dtype=torch.bool)
+        for t in range(1, resets + 1):
+            first[t, t % windows] = True
+        for label, fn in (("split_at_resets", run_lstm), ("stepwise", stepwise_lstm)):
+
+            def step(fn=fn, first=first):
+                lstm.zero_grad(set_to_none=True)
+                y, _ = fn(lstm, x, state, first)
+                y.sum().backward()
+
+            out[f"{label}_{resets}_resets_samples_per_s"] = WINDOW * windows / timed(step, repeats)
+    return {"lstm_size": lstm_size, "windows": windows, **out}
+
+
+def measure_paper_scale() -> dict:
+    cfg = load_recipe(REPO / "recipes" / "paper-scale.toml")
+    schema = load_schema(cfg.model.schema_version)
+    start = time.perf_counter()
+    torch.manual_seed(0)
+    net = PolicyNet(schema, cfg.model, cfg.game.team_size)
+    build_s = time.perf_counter() - start
+    windows = cfg.game.team_size
+    obs, actions, first = window_batch(net, windows)
+    state0 = net.initial_state(windows)
+    adv, ret = torch.randn(WINDOW, windows), torch.randn(WINDOW, windows)
+    start = time.perf_counter()
+    learner_step(net, obs, actions, first, state0, adv, ret)
+    step_s = time.perf_counter() - start
+    finite = all(torch.isfinite(p.grad).all() for p in net.parameters() if p.grad is not None)
+    return {
+        "parameters": sum(p.numel() for p in net.parameters()),
+        "build_seconds": build_s,
+        "samples": WINDOW * windows,
+        "forward_backward_seconds": step_s,
+        "gradients_finite": bool(finite),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--windows", type=int, default=120, help="16-step windows per batch (rounded to teams)"
+    )
+    parser.add_argument("--repeats", type=int, default=5, help="timed repetitions per measurement (median)")
+    parser.add_argument("--no-paper", action="store_true", help="skip the paper-scale forward/backward")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    models = [
+        measure_model("quickstart", "quickstart.toml", [], args.windows, args.repeats),
+        measure_model("mid", "five-v-five.toml", ["model.lstm_size=1024"], args.windows, args.repeats),
+    ]
+    result = {
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "window": WINDOW,
+        "models": models,
+        "lstm_resets": measure_resets(1024, 512, args.windows, args.repeats),
+    }
+    if not args.no_paper:
+        result["paper_scale"] = measure_paper_scale()
+    if args.json:
+        json.dump(result, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
+    for m in models:
+        print(
+            f"{m['model']:>10}: {m['parameters']:>11,} params, {m['samples_per_s']:>9.0f} samples/s "
+            f"(bare LSTM {m['bare_lstm_samples_per_s']:.0f}/s, ratio {m['overhead_ratio']:.2f}x)"
+        )
+    for k, v in result["lstm_resets"].items():
+        if k.endswith("samples_per_s"):
+            print(f"  lstm 1024 {k}: {v:.0f}")
+    if "paper_scale" in result:
+        p = result["paper_scale"]
+        print(
+            f"paper-scale: {p['parameters']:,} params, one forward/backward of {p['samples']} samples "
+            f"in {p['forward_backward_seconds']:.1f} s"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""``fivectl train``: start or resume a run of actor-learner PPO self-play."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fivectl.cli.common import err_console, handle_errors, print_json
+from fivectl.errors import BadInput
+
+
+@handle_errors
+def train(
+    recipe: Annotated[Path | None, typer.Argument(help="TOML recipe (optional with --resume: the run's own).")] = None,
+    run: Annotated[Path | None, typer.Option("--run", help="Run directory (default runs/NAME-TIMESTAMP).")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the run from its last published checkpoint.")] = False,
+    workers: Annotated[int | None, typer.Option("--workers", help="Rollout worker processes; 0 = serial mode.")] = None,
+    device: Annotated[str | None, typer.Option("--device", help="auto, cpu or cuda (learner).")] = None,
+    max_minutes: Annotated[float | None, typer.Option("--max-minutes", help="Stop after M wall-clock minutes.")] = None,
+    max_samples: Annotated[int | None, typer.Option("--max-samples", help="Stop after N agent-steps trained on.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a recipe key: --set train.bptt=16.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary at the end.")] = False,
+) -> None:
+    """Start (or --resume) a run: rollout workers + PPO learner, checkpoints, rollouts and metrics in the run dir."""
+    from fivectl.runtime.trainer import TrainOptions, train_run
+
+    overrides = list(set_ or [])
+    for key, value in (("workers", workers), ("device", device), ("max_minutes", max_minutes),
+                       ("max_samples", max_samples)):
+        if value is not None:
+            overrides.append(f"train.{key}={value!r}" if isinstance(value, str) else f"train.{key}={value}")
+    if device is not None and device not in ("auto", "cpu", "cuda"):
+        raise BadInput(f"--device: must be auto, cpu or cuda, got {device!r}")
+    if run is None:
+        if resume:
+            raise BadInput("--resume needs --run DIR (the run to continue)")
+        if recipe is None:
+            raise BadInput("give a RECIPE to start a run, e.g. fivectl train recipes/quickstart.toml")
+        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        run = Path("runs") / f"{recipe.stem}-{stamp}"
+    if not resume and recipe is None:
+        raise BadInput("give a RECIPE to start a run (or --resume --run DIR to continue one)")
+    summary = train_run(TrainOptions(run_dir=run, recipe_path=recipe, resume=resume, overrides=overrides))
+    if as_json:
+        print_json(summary)
+    else:
+        err_console.print(
+            f"[fivectl] stopped ({summary['stop_reason']}): version {summary['version']}, "
+            f"{summary['samples']:,} samples, checkpoint v{summary['checkpoint']} in {run}",
+            highlight=False,
+            markup=False,
+        )

@@ -1,0 +1,167 @@
+"""Observation processing (paper H, Figure 7; HoK Figure 2): every schema group becomes one fixed-width vector.
+
+Per group: float columns are standardized by a running mean/std (``RunningMeanStd``, clipped to +-clip, paper C),
+each categorical field is embedded and its embeddings are concatenated after the float columns; then
+
+- ``vector`` groups go through one linear layer + ReLU;
+- ``unitset`` groups go through a shared two-layer MLP per unit ("Process Set") and are max-pooled over the
+  observed slots; the per-unit outputs are kept as the unit embeddings used for targeting;
+- ``grid`` groups go through a two-layer 3x3 conv net and are flattened.
+
+Parameter names are stable and derived from the schema: ``embeds.<group>.<field>``, ``vector.<group>``,
+``unitsets.<group>.{0,2}``, ``grids.<group>.{0,2}``, normalizer buffers ``norms.<group>``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from fivectl.config.model import ModelConfig
+from fivectl.errors import BadInput
+from fivectl.rl.normalize import RunningMeanStd
+from fivectl.schema.spec import Group, ObsSchema
+
+Obs = dict[str, torch.Tensor]
+
+
+class ByName(nn.Module):
+    """Submodules keyed by schema names, stored as ``<container>.<name>`` in the ``state_dict``.
+
+    Unlike ``nn.ModuleDict`` it accepts any name without a dot, including ones that are also method names
+    (a group may well be called ``items``): entries live only in ``_modules`` and are reached with ``[name]``.
+    """
+
+    def __setitem__(self, name: str, module: nn.Module) -> None:
+        if not name or "." in name:
+            raise BadInput(f"{name!r} cannot name a layer: names must be non-empty and contain no '.'")
+        self._modules[name] = module
+
+    def __getitem__(self, name: str) -> nn.Module:
+        return self._modules[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._modules
+
+
+def normalize_mask(group: Group) -> torch.Tensor:
+    """True on the ``g.float`` columns of float fields with ``norm = "running"`` (bools and ``none`` pass)."""
+    mask = torch.zeros(group.n_float, dtype=torch.bool)
+    for f in group.float_fields:
+        if f.kind == "float" and f.norm == "running":
+            mask[group.float_columns()[f.name]] = True
+    return mask
+
+
+def group_input_width(group: Group, cfg: ModelConfig) -> int:
+    """Width of the per-item input of a group's first layer: float columns then categorical embeddings."""
+    return group.n_float + group.n_cat * cfg.cat_embed
+
+
+def group_output_width(group: Group, cfg: ModelConfig) -> int:
+    """Width a group contributes to the flattened observation (the input of the FC layer)."""
+    if group.kind == "grid":
+        return cfg.grid_channels * group.size[0] * group.size[1]
+    return cfg.unit_embed
+
+
+class ObsEncoder(nn.Module):
+    """Schema-driven encoder: ``forward(obs [N, ...]) -> (flat [N, out_width], unit embeddings)``.
+
+    The unit embeddings are one ``[N, count, E]`` tensor per targetable unitset, in schema order (together: the
+    target slots of ``target_mask``).
+    """
+
+    def __init__(self, schema: ObsSchema, cfg: ModelConfig, obs_clip: float = 5.0):
+        super().__init__()
+        self.schema = schema
+        self.cfg = cfg
+        self.norms = ByName()
+        self.embeds = ByName()
+        self.vector = ByName()
+        self.unitsets = ByName()
+        self.grids = ByName()
+        self.output_slices: dict[str, slice] = {}
+        start = 0
+        for g in schema.groups:
+            if g.n_float:
+                self.norms[g.name] = RunningMeanStd(g.n_float, normalize_mask(g), clip=obs_clip)
+            if g.cat_fields:
+                self.embeds[g.name] = ByName()
+                for f in g.cat_fields:
+                    self.embeds[g.name][f.name] = nn.Embedding(f.vocab, cfg.cat_embed)
+            self._build_group(g)
+            width = group_output_width(g, cfg)
+            self.output_slices[g.name] = slice(start, start + width)
+            start += width
+        self.out_width = start
+        self.target_groups = tuple(g.name for g in schema.target_groups)
+
+    def _build_group(self, g: Group) -> None:
+        cfg = self.cfg
+        in_width = group_input_width(g, cfg)
+        if in_width == 0:
+            raise BadInput(f"schema v{self.schema.version}: group {g.name!r} has no fields")
+        if g.kind == "vector":
+            self.vector[g.name] = nn.Sequential(nn.Linear(in_width, cfg.unit_embed), nn.ReLU())
+            return
+        if g.kind == "unitset":
+            self.unitsets[g.name] = nn.Sequential(
+                nn.Linear(in_width, cfg.unit_hidden),
+                nn.ReLU(),
+                nn.Linear(cfg.unit_hidden, cfg.unit_embed),
+                nn.ReLU(),
+            )
+            return
+        h, w = g.size
+        if h < 1 or w < 1:
+            raise BadInput(f"schema v{self.schema.version}: grid group {g.name!r} needs size = [H, W] >= 1")
+        c = cfg.grid_channels
+        self.grids[g.name] = nn.Sequential(
+            nn.Conv2d(in_width, c, 3, padding=1), nn.ReLU(), nn.Conv2d(c, c, 3, padding=1), nn.ReLU()
+        )
+
+    def group_input(self, g: Group, obs: Obs) -> torch.Tensor:
+        """Normalized float columns followed by the categorical embeddings: ``[N, *item, in_width]``."""
+        parts = []
+        if g.n_float:
+            parts.append(self.norms[g.name](obs[f"{g.name}.float"]))
+        if g.cat_fields:
+            cats = obs[f"{g.name}.cat"].long()
+            embeds = self.embeds[g.name]
+            for f in g.cat_fields:
+                e = embeds[f.name](cats[..., g.cat_columns()[f.name]])  # [..., width, E]
+                parts.append(e.flatten(-2))
+        return torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
+
+    def forward(self, obs: Obs) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        pooled: list[torch.Tensor] = []
+        unit_embeddings: dict[str, torch.Tensor] = {}
+        for g in self.schema.groups:
+            x = self.group_input(g, obs)
+            if g.kind == "vector":
+                pooled.append(self.vector[g.name](x))
+            elif g.kind == "unitset":
+                per_unit = self.unitsets[g.name](x)  # [N, count, E], >= 0 after the ReLU
+                mask = obs[f"{g.name}.mask"].unsqueeze(-1).to(per_unit.dtype)
+                per_unit = per_unit * mask
+                # Max over observed slots; the ReLU makes every value >= 0, so an empty set pools to 0.
+                pooled.append(per_unit.amax(dim=-2))
+                unit_embeddings[g.name] = per_unit
+            else:
+                y = self.grids[g.name](x.permute(0, 3, 1, 2))  # [N, H, W, F] -> [N, F, H, W]
+                pooled.append(y.flatten(1))
+        flat = torch.cat(pooled, dim=-1)
+        return flat, [unit_embeddings[n] for n in self.target_groups]
+
+    @torch.no_grad()
+    def update_normalizers(self, obs: Obs) -> None:
+        """Fold a batch into the running statistics; unit sets count only their observed slots."""
+        for g in self.schema.groups:
+            if not g.n_float:
+                continue
+            x = obs[f"{g.name}.float"]
+            rows = x.reshape(-1, g.n_float)
+            if g.kind == "unitset":
+                rows = rows[obs[f"{g.name}.mask"].reshape(-1)]
+            self.norms[g.name].update(rows)

@@ -1,0 +1,220 @@
+"""Where the learner's fragments come from: worker processes, or one in-process worker (serial mode).
+
+Both sources give the learner the same thing: ``get()`` a filled slot, copy it, ``release()`` it. The transport
+(shared memory and queues here) stays behind this boundary, so another one (e.g. Ray across nodes) can be
+swapped in without touching the RL code.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import queue
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fivectl.config import Recipe
+from fivectl.runtime.buffers import FragmentSlots, fragment_specs
+from fivectl.runtime.params import ParameterStore
+from fivectl.runtime.worker import (
+    CTRL_HEARTBEAT,
+    CTRL_INFER_S,
+    CTRL_READY,
+    CTRL_SIM_S,
+    CTRL_STEPS,
+    CTRL_VERSION,
+    CTRL_WAIT_S,
+    SLOT_FILLING,
+    SLOT_FREE,
+    RolloutWorker,
+    control_specs,
+    worker_main,
+    worker_seed,
+)
+from fivectl.schema import ObsSchema
+
+
+@dataclass
+class WorkerEvent:
+    worker_id: int
+    kind: str  # "died" | "hung" | "restarted"
+    detail: str = ""
+
+
+@dataclass
+class SourceStats:
+    workers_alive: int
+    fragments_in_flight: int
+    seconds_sim: float
+    seconds_infer: float
+    seconds_worker_wait: float
+    worker_versions: list[int] = field(default_factory=list)
+
+
+def _specs_as_lists(specs) -> list:
+    return [(s.key, s.shape, s.dtype) for s in specs]
+
+
+class SerialSource:
+    """Serial mode (``--workers 0``): the same worker code, run in the learner's process when asked."""
+
+    def __init__(self, recipe: Recipe, schema: ObsSchema, params: ParameterStore, seed: int):
+        lstm = recipe.model.lstm_size
+        specs = fragment_specs(schema, recipe.train.fragment_length, recipe.train.games_per_worker,
+                               recipe.game.team_size, lstm, recipe.train.bptt)
+        self.slots = FragmentSlots(specs, 1, shared=False)
+        self.worker = RolloutWorker(recipe, schema, params, worker_seed(seed, 0, 0, params.version))
+        self.sim_s = self.infer_s = 0.0
+
+    def get(self, timeout: float = 0.0) -> tuple[int, dict[str, np.ndarray]]:
+        stats = self.worker.fill(self.slots.slots[0])
+        self.slots.slots[0]["header"][1] = 0
+        self.sim_s += stats.seconds_sim
+        self.infer_s += stats.seconds_infer
+        return 0, self.slots.slots[0]
+
+    def release(self, slot: int) -> None:
+        return None
+
+    def check_health(self) -> list[WorkerEvent]:
+        return []
+
+    def stats(self) -> SourceStats:
+        return SourceStats(1, 0, self.sim_s, self.infer_s, 0.0, [self.worker.version])
+
+    def oldest_version_in_flight(self) -> int | None:
+        return None
+
+    def close(self) -> None:
+        self.slots.close()
+
+
+class ProcessSource:
+    """Rollout worker processes writing fragments into shared-memory slots (paper Fig. 2, HoK Fig. 1)."""
+
+    def __init__(self, recipe: Recipe, schema: ObsSchema, params: ParameterStore, seed: int, n_workers: int,
+                 slots_per_worker: int = 2, heartbeat_timeout_s: float = 120.0, startup_timeout_s: float = 900.0):
+        self.recipe = recipe
+        self.schema = schema
+        self.params = params
+        self.seed = seed
+        self.n_workers = n_workers
+        self.heartbeat_timeout_s = heartbeat_timeout_s
+        self.startup_timeout_s = startup_timeout_s
+        self.ctx = mp.get_context("spawn")
+        specs = fragment_specs(schema, recipe.train.fragment_length, recipe.train.games_per_worker,
+                               recipe.game.team_size, recipe.model.lstm_size, recipe.train.bptt)
+        self.n_slots = n_workers * slots_per_worker
+        self.slots = FragmentSlots(specs, self.n_slots, create=True)
+        self.ctrl_block = FragmentSlots(control_specs(n_workers, self.n_slots), 1, create=True)
+        self.ctrl = self.ctrl_block.slots[0]
+        self.ctrl["workers"][:] = 0
+        self.ctrl["slot_state"][:] = SLOT_FREE
+        self.ctrl["slot_owner"][:] = -1
+        self.free_q = self.ctx.Queue()
+        self.full_q = self.ctx.Queue()
+        self.stop_event = self.ctx.Event()
+        for slot in range(self.n_slots):
+            self.free_q.put(slot)
+        self.generation = [0] * n_workers
+        self.procs: list = [None] * n_workers
+        self.started_at = [0.0] * n_workers
+        self.restarts = 0
+        for w in range(n_workers):
+            self._start(w)
+
+    def _start(self, w: int) -> None:
+        seed = worker_seed(self.seed, w, self.generation[w], max(self.params.version, 0))
+        self.ctrl["workers"][w, CTRL_HEARTBEAT] = time.time()
+        self.ctrl["workers"][w, CTRL_READY] = 0.0
+        proc = self.ctx.Process(
+            target=worker_main,
+            name=f"fivectl-worker-{w}",
+            args=(
+                w, self.generation[w], self.recipe.to_dict(), self.schema.to_json(), seed,
+                _specs_as_lists(self.slots.specs), self.n_slots, self.slots.shm_name,
+                _specs_as_lists(self.params.specs), self.params.shm_name,
+                _specs_as_lists(self.ctrl_block.specs), self.ctrl_block.shm_name,
+                self.free_q, self.full_q, self.stop_event,
+            ),
+            daemon=True,
+        )
+        proc.start()
+        self.procs[w] = proc
+        self.started_at[w] = time.time()
+
+    def get(self, timeout: float = 1.0) -> tuple[int, dict[str, np.ndarray]] | None:
+        try:
+            slot = self.full_q.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        return slot, self.slots.slots[slot]
+
+    def release(self, slot: int) -> None:
+        self.ctrl["slot_state"][slot] = SLOT_FREE
+        self.ctrl["slot_owner"][slot] = -1
+        self.free_q.put(slot)
+
+    def check_health(self) -> list[WorkerEvent]:
+        """Replace dead or hung workers; their partial fragments are discarded and their slots reclaimed."""
+        events = []
+        now = time.time()
+        for w, proc in enumerate(self.procs):
+            beat = self.ctrl["workers"][w, CTRL_HEARTBEAT]
+            # A starting worker builds its games and policy (and may compile kernels): a longer grace period.
+            ready = self.ctrl["workers"][w, CTRL_READY] > 0
+            limit = self.heartbeat_timeout_s if ready else self.startup_timeout_s
+            if not proc.is_alive():
+                events.append(WorkerEvent(w, "died", f"exit code {proc.exitcode}"))
+            elif now - beat > limit:
+                events.append(WorkerEvent(w, "hung", f"no heartbeat for {now - beat:.0f}s"))
+                proc.kill()
+            else:
+                continue
+            proc.join(timeout=5)
+            self._reclaim_slots(w)
+            self.generation[w] += 1
+            self.restarts += 1
+            self._start(w)
+            events.append(WorkerEvent(w, "restarted", f"generation {self.generation[w]}"))
+        return events
+
+    def _reclaim_slots(self, w: int) -> None:
+        for slot in range(self.n_slots):
+            if self.ctrl["slot_owner"][slot] == w and self.ctrl["slot_state"][slot] == SLOT_FILLING:
+                self.release(slot)
+
+    def oldest_version_in_flight(self) -> int | None:
+        """Lowest policy version a live worker is generating with (for the staleness 'wait' policy)."""
+        versions = [int(self.ctrl["workers"][w, CTRL_VERSION]) for w in range(self.n_workers)
+                    if self.procs[w].is_alive()]
+        return min(versions) if versions else None
+
+    def stats(self) -> SourceStats:
+        rows = self.ctrl["workers"]
+        alive = sum(p.is_alive() for p in self.procs)
+        in_flight = int((self.ctrl["slot_state"] != SLOT_FREE).sum())
+        return SourceStats(
+            alive, in_flight, float(rows[:, CTRL_SIM_S].sum()), float(rows[:, CTRL_INFER_S].sum()),
+            float(rows[:, CTRL_WAIT_S].sum()), [int(v) for v in rows[:, CTRL_VERSION]],
+        )
+
+    def total_steps(self) -> int:
+        return int(self.ctrl["workers"][:, CTRL_STEPS].sum())
+
+    def close(self) -> None:
+        self.stop_event.set()
+        deadline = time.time() + 10
+        for proc in self.procs:
+            if proc is not None:
+                proc.join(timeout=max(0.1, deadline - time.time()))
+                if proc.is_alive():
+                    proc.kill()
+                    proc.join(timeout=2)
+        for q in (self.free_q, self.full_q):
+            q.cancel_join_thread()
+            q.close()
+        self.ctrl = {}
+        self.slots.close(unlink=True)
+        self.ctrl_block.close(unlink=True)

@@ -1,0 +1,221 @@
+"""Rollout workers: run a batch of games with the latest published policy and fill fragments.
+
+The same ``RolloutWorker`` runs inside a worker process (``worker_main``) or, in serial mode, inside the learner's
+process. A worker picks up new parameters only between fragments, and an opponent only between games
+(paper N: never swap an opponent in the middle of a game).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from fivectl.config import Recipe
+from fivectl.model import PolicyNet
+from fivectl.rl.reward import shape_rewards
+from fivectl.runtime.buffers import ArraySpec, FragmentSlots
+from fivectl.runtime.params import ParameterStore
+from fivectl.schema import ObsSchema
+from fivectl.sim import MobaEnv
+
+# Per-worker control columns in shared memory.
+CTRL_HEARTBEAT, CTRL_VERSION, CTRL_SIM_S, CTRL_INFER_S, CTRL_WAIT_S, CTRL_STEPS, CTRL_READY = range(7)
+N_CTRL = 7
+SLOT_FREE, SLOT_FILLING, SLOT_FULL = 0, 1, 2
+
+
+def control_specs(n_workers: int, n_slots: int) -> list[ArraySpec]:
+    return [
+        ArraySpec("workers", (max(n_workers, 1), N_CTRL), "float64"),
+        ArraySpec("slot_state", (n_slots,), "int32"),
+        ArraySpec("slot_owner", (n_slots,), "int32"),
+    ]
+
+
+def warm_up_game(recipe: Recipe, schema: ObsSchema) -> None:
+    """Compile (or load from numba's cache) the game's kernels once, before workers start, so that they load
+    the cache instead of compiling the same code side by side."""
+    env = MobaEnv(recipe.game, 1, 0, schema)
+    obs = env.reset()
+    actions = np.zeros((1, env.agents_per_game, 4), dtype=np.int32)
+    env.step(actions)
+    del obs
+
+
+def worker_seed(base_seed: int, worker_id: int, generation: int, version: int) -> int:
+    """Distinct, reproducible game seeds per worker, per replacement and per resume point."""
+    return int(np.random.SeedSequence([base_seed, worker_id, generation, version]).generate_state(1)[0])
+
+
+@dataclass
+class FragmentStats:
+    steps: int
+    games_finished: int
+    seconds_sim: float
+    seconds_infer: float
+
+
+class RolloutWorker:
+    """One batch of games plus a copy of the policy; ``fill(views)`` writes one fragment."""
+
+    def __init__(self, recipe: Recipe, schema: ObsSchema, params: ParameterStore, seed: int):
+        self.recipe = recipe
+        self.params = params
+        self.team_size = recipe.game.team_size
+        self.games = recipe.train.games_per_worker
+        self.agents = self.games * 2 * self.team_size
+        self.env = MobaEnv(recipe.game, self.games, seed, schema)
+        torch.manual_seed(seed)
+        self.net = PolicyNet(schema, recipe.model, self.team_size, obs_clip=recipe.train.obs_clip)
+        self.net.eval()
+        self.version = -1
+        self.team_spirit = recipe.reward.team_spirit.start
+        self.obs = self._flat(self.env.reset())
+        self.state = self.net.initial_state(self.agents)
+        self.first = torch.ones(self.agents, dtype=torch.bool)
+        self.opponent = np.full(self.games, -1, dtype=np.int32)  # -1: the latest parameters
+
+    def _flat(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """[G, A, ...] -> [G*A, ...]: teammates stay contiguous (agent order is team0 heroes, team1 heroes)."""
+        return {k: v.reshape(self.agents, *v.shape[2:]) for k, v in obs.items()}
+
+    def refresh_params(self) -> None:
+        if self.params.version != self.version:
+            self.version, scalars = self.params.read_into(self.net)
+            self.team_spirit = scalars["team_spirit"]
+
+    @torch.no_grad()
+    def fill(self, views: dict[str, np.ndarray], ctrl_row: np.ndarray | None = None) -> FragmentStats:
+        self.refresh_params()
+        if ctrl_row is not None:
+            ctrl_row[CTRL_VERSION] = self.version
+        T = views["reward"].shape[0]
+        G, k = self.games, self.team_size
+        bptt = self.recipe.train.bptt
+        t_sim = t_infer = 0.0
+        finished = 0
+        for t in range(T):
+            tic = time.perf_counter()
+            if t % bptt == 0:
+                h, c = self.state
+                views["h_win"][t // bptt] = h[0].numpy()
+                views["c_win"][t // bptt] = c[0].numpy()
+            for key, value in self.obs.items():
+                views[f"obs.{key}"][t] = value
+            views["first"][t] = self.first.numpy()
+            obs_t = {key: torch.from_numpy(value) for key, value in self.obs.items()}
+            out = self.net.act(obs_t, self.state, self.first)
+            actions = out.actions.numpy().astype(np.int32)
+            toc = time.perf_counter()
+            obs, components, done, info = self.env.step(actions.reshape(G, 2 * k, 4))
+            rewards = shape_rewards(components, self.recipe.reward, info["game_time"], k, self.team_spirit)
+            tac = time.perf_counter()
+            t_infer += toc - tic
+            t_sim += tac - toc
+
+            done_agents = np.repeat(done, 2 * k)
+            winner = np.asarray(info["winner"]).astype(np.int8)
+            views["actions"][t] = actions
+            views["logprob"][t] = out.logprob.numpy()
+            views["value"][t] = out.value.numpy()
+            views["win_prob"][t] = out.win_prob.numpy()
+            views["reward"][t] = rewards.reshape(-1)
+            views["components"][t] = components.reshape(self.agents, -1)
+            views["done"][t] = done_agents
+            views["outcome"][t] = outcome_of(winner, done, k)
+            views["train"][t] = np.repeat(self.opponent < 0, 2 * k)
+            views["opponent"][t] = self.opponent
+            views["winner"][t] = np.where(done, winner, -1)
+            views["game_seconds"][t] = np.where(done, np.asarray(info.get("episode_seconds", info["game_time"])), 0.0)
+            views["invalid_actions"][t] = np.asarray(info["invalid_actions"]).reshape(G, -1).sum(axis=1)
+            finished += int(done.sum())
+
+            self.obs = self._flat(obs)
+            self.state = out.state
+            self.first = torch.from_numpy(done_agents.copy())
+            if ctrl_row is not None:
+                ctrl_row[CTRL_HEARTBEAT] = time.time()
+                ctrl_row[CTRL_STEPS] += 1
+        # Bootstrap values for the step after the fragment (GAE at fragment ends), from the same policy version.
+        tail = self.net.act({key: torch.from_numpy(v) for key, v in self.obs.items()}, self.state, self.first)
+        views["last_value"][...] = tail.value.numpy()
+        views["last_win_prob"][...] = tail.win_prob.numpy()
+        views["header"][:] = (self.version, 0, 0, 1)
+        if ctrl_row is not None:
+            ctrl_row[CTRL_SIM_S] += t_sim
+            ctrl_row[CTRL_INFER_S] += t_infer
+        return FragmentStats(T, finished, t_sim, t_infer)
+
+
+def outcome_of(winner: np.ndarray, done: np.ndarray, team_size: int) -> np.ndarray:
+    """Per agent at a game's last step: 1 if its team won, 0 if it lost, 0.5 for a draw; 0 elsewhere."""
+    team_of_agent = np.repeat(np.array([0, 1]), team_size)  # [2k]
+    won = (winner[:, None] == team_of_agent[None, :]).astype(np.float32)
+    draw = (winner < 0)[:, None]
+    outcome = np.where(draw, 0.5, won)
+    return np.where(done[:, None], outcome, 0.0).reshape(-1).astype(np.float32)
+
+
+def worker_main(
+    worker_id: int,
+    generation: int,
+    recipe_dict: dict,
+    schema_json: str,
+    seed: int,
+    slot_specs: list,
+    n_slots: int,
+    slots_name: str,
+    param_specs: list,
+    params_name: str,
+    ctrl_specs: list,
+    ctrl_name: str,
+    free_q,
+    full_q,
+    stop_event,
+) -> None:
+    """Entry point of a rollout worker process."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the learner decides when to stop (Ctrl-C writes a checkpoint)
+    torch.set_num_threads(1)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from fivectl.config import recipe_from_dict
+
+    recipe = recipe_from_dict(recipe_dict)
+    schema = ObsSchema.from_json(schema_json)
+    slots = FragmentSlots([ArraySpec(*s) for s in slot_specs], n_slots, shm_name=slots_name)
+    params = ParameterStore([ArraySpec(*s) for s in param_specs], shm_name=params_name)
+    ctrl_block = FragmentSlots([ArraySpec(*s) for s in ctrl_specs], 1, shm_name=ctrl_name)
+    ctrl = ctrl_block.slots[0]
+    row = ctrl["workers"][worker_id]
+    row[CTRL_HEARTBEAT] = time.time()
+    while params.version < 0 and not stop_event.is_set():
+        time.sleep(0.01)
+    worker = RolloutWorker(recipe, schema, params, seed)
+    views = None
+    row[CTRL_HEARTBEAT] = time.time()
+    row[CTRL_READY] = 1.0
+    try:
+        while not stop_event.is_set():
+            tic = time.perf_counter()
+            try:
+                slot = free_q.get(timeout=0.2)
+            except queue.Empty:
+                row[CTRL_HEARTBEAT] = time.time()
+                continue
+            row[CTRL_WAIT_S] += time.perf_counter() - tic
+            ctrl["slot_owner"][slot] = worker_id
+            ctrl["slot_state"][slot] = SLOT_FILLING
+            views = slots.slots[slot]
+            worker.fill(views, row)
+            views["header"][1] = worker_id
+            ctrl["slot_state"][slot] = SLOT_FULL
+            full_q.put(slot)
+    finally:
+        del worker, views, row, ctrl
+        for block in (slots, params, ctrl_block):
+            block.close()

@@ -1,0 +1,770 @@
+"""Observation encoder: batched game state -> the arrays of a schema version (DESIGN.md §3, paper E).
+
+Design (so that a schema v2 is a TOML edit plus a few lines here):
+
+- Every group name maps to a *source* (``GROUP_SOURCES``): which units or slots it reads (heroes, lane creeps,
+  buildings, neutrals, own abilities, own items, terrain around the hero, global/self/previous-action vectors).
+- Every field name maps, per source, to a *feature code* in a registry (``UNIT_FEATURES``, ``SELF_FEATURES``,
+  ...). A field of shape ``[k]`` uses k columns ``(code, 0..k-1)``. Retired fields are fed their constant.
+- The schema is compiled into small integer tables (group table, per-column codes); one numba kernel walks them
+  for every game and agent and calls the feature function of each column — no Python loop over units or agents.
+  Adding a field = add ``name -> code`` to a registry and a branch computing it in the matching ``*_feature``
+  function below; adding a group = add its source.
+
+Unit sets keep the closest observed units (ties by unit index), with masks. Units in fog are not observed, except
+enemy heroes, which keep their last seen state (``seen_age`` > 0 tells how old it is). For targetable unit sets the
+encoder records which unit each target slot holds (``State.slot_unit``) so the game can resolve the unit-target
+action; ``action_mask``, ``target_mask`` and ``param_mask`` come from the same rules the game uses to execute.
+
+Arrays are written into three flat buffers (float32, int32, bool) with each key's block contiguous, so every
+``obs[key]`` is a C-contiguous ``[G, A, *shape]`` view without copies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from fivectl.errors import BadInput
+from fivectl.schema.spec import ObsSchema
+from fivectl.sim import core as C
+from fivectl.sim import data as D
+from fivectl.sim import state as ST
+
+# ---- sources ----
+SRC_GLOBAL, SRC_SELF, SRC_PREV, SRC_HEROES, SRC_CREEPS, SRC_BUILDINGS, SRC_NEUTRALS = 0, 1, 2, 3, 4, 5, 6
+SRC_ABILITIES, SRC_ITEMS, SRC_TERRAIN = 7, 8, 9
+GROUP_SOURCES = {
+    "global": SRC_GLOBAL,
+    "self": SRC_SELF,
+    "prev_action": SRC_PREV,
+    "heroes": SRC_HEROES,
+    "creeps": SRC_CREEPS,
+    "buildings": SRC_BUILDINGS,
+    "neutrals": SRC_NEUTRALS,
+    "abilities": SRC_ABILITIES,
+    "items": SRC_ITEMS,
+    "terrain": SRC_TERRAIN,
+}
+UNIT_SOURCES = (SRC_HEROES, SRC_CREEPS, SRC_BUILDINGS, SRC_NEUTRALS)
+SLOT_SOURCES = (SRC_ABILITIES, SRC_ITEMS)
+FEAT_CONST = 9999  # retired field: fed its constant
+
+# ---- feature registries: name -> (code, width, kind) where kind is "float" (float/bool) or "categorical" ----
+# Unit features (unit sets; also usable in "self", where the unit is the controlled hero).
+UNIT_FEATURES = {
+    "unit_type": (0, 1, "categorical"),
+    "hero_id": (1, 1, "categorical"),
+    "enemy": (2, 1, "float"),
+    "dx": (3, 1, "float"),
+    "dy": (4, 1, "float"),
+    "distance": (5, 1, "float"),
+    "hp": (6, 1, "float"),
+    "max_hp": (7, 1, "float"),
+    "hp_frac": (8, 1, "float"),
+    "mana": (9, 1, "float"),
+    "mana_frac": (10, 1, "float"),
+    "level": (11, 1, "float"),
+    "attack_damage": (12, 1, "float"),
+    "armor": (13, 1, "float"),
+    "attack_range": (14, 1, "float"),
+    "move_speed": (15, 1, "float"),
+    "stunned": (16, 1, "float"),
+    "slowed": (17, 1, "float"),
+    "buffed": (18, 1, "float"),
+    "visible": (19, 1, "float"),
+    "seen_age": (20, 1, "float"),
+    "targets_me": (21, 1, "float"),
+    "my_target": (22, 1, "float"),
+    "tier": (23, 1, "categorical"),
+    "lane": (24, 1, "categorical"),
+    "is_self": (25, 1, "float"),
+    "in_attack_range": (26, 1, "float"),
+    "vulnerable": (27, 1, "float"),
+    "x": (28, 1, "float"),
+    "y": (29, 1, "float"),
+    "extra_life": (30, 1, "float"),
+    "deniable": (31, 1, "float"),
+    "attack_ready": (32, 1, "float"),
+}
+SELF_FEATURES = {
+    "alive": (100, 1, "float"),
+    "gold": (101, 1, "float"),
+    "xp": (102, 1, "float"),
+    "xp_to_next": (103, 1, "float"),
+    "respawn_s": (104, 1, "float"),
+    "buyback_ready": (105, 1, "float"),
+    "buyback_cost": (106, 1, "float"),
+    "lane_assign": (107, 1, "categorical"),
+    "team": (108, 1, "categorical"),
+    "kills": (109, 1, "float"),
+    "deaths": (110, 1, "float"),
+    "last_hits": (111, 1, "float"),
+    "denies": (112, 1, "float"),
+    "net_worth": (113, 1, "float"),
+    "ability_ids": (114, 4, "categorical"),
+    "ability_cooldowns": (115, 4, "float"),
+    "item_ids": (116, D.N_ITEM_SLOTS, "categorical"),
+}
+GLOBAL_FEATURES = {
+    "game_time": (200, 1, "float"),
+    "next_wave": (201, 1, "float"),
+    "team_kills": (202, 2, "float"),
+    "towers_destroyed": (203, 2, "float"),
+    "boss_alive": (204, 1, "float"),
+    "boss_respawn": (205, 1, "float"),
+    "time_left": (206, 1, "float"),
+    "barracks_destroyed": (207, 2, "float"),
+}
+PREV_FEATURES = {
+    "primary": (300, 1, "categorical"),
+    "delay": (301, 1, "categorical"),
+    "target_slot": (302, 1, "categorical"),
+    "offset_x": (303, 1, "float"),
+    "offset_y": (304, 1, "float"),
+}
+ABILITY_FEATURES = {
+    "ability_id": (400, 1, "categorical"),
+    "kind": (401, 1, "categorical"),
+    "level": (402, 1, "float"),
+    "cooldown": (403, 1, "float"),
+    "castable": (404, 1, "float"),
+    "mana_cost": (405, 1, "float"),
+    "cast_range": (406, 1, "float"),
+    "ultimate": (407, 1, "float"),
+}
+ITEM_FEATURES = {
+    "item_id": (500, 1, "categorical"),
+    "charges": (501, 1, "float"),
+    "cooldown": (502, 1, "float"),
+    "castable": (503, 1, "float"),
+    "active": (504, 1, "float"),
+}
+TERRAIN_FEATURES = {
+    "walkable": (600, 1, "float"),
+    "lane": (601, 1, "float"),
+}
+SOURCE_FEATURES = {
+    SRC_GLOBAL: GLOBAL_FEATURES,
+    SRC_SELF: {**UNIT_FEATURES, **SELF_FEATURES},
+    SRC_PREV: PREV_FEATURES,
+    SRC_HEROES: UNIT_FEATURES,
+    SRC_CREEPS: UNIT_FEATURES,
+    SRC_BUILDINGS: UNIT_FEATURES,
+    SRC_NEUTRALS: UNIT_FEATURES,
+    SRC_ABILITIES: ABILITY_FEATURES,
+    SRC_ITEMS: ITEM_FEATURES,
+    SRC_TERRAIN: TERRAIN_FEATURES,
+}
+KM = 1.0 / 1000.0  # distances are fed in thousands of game units
+
+# group table columns
+(G_SRC, G_COUNT, G_NF, G_NC, G_FOFF, G_COFF, G_MOFF, G_TOFF, G_FCOL, G_CCOL, G_SH, G_SW) = range(12)
+N_GCOLS = 12
+
+
+@dataclass
+class CompiledSchema:
+    """Integer tables of a schema for the numba kernel, plus the key -> buffer-block map."""
+
+    groups: np.ndarray  # int64 [n_groups, N_GCOLS]
+    fcode: np.ndarray  # int32 [n float columns over all groups]
+    fsub: np.ndarray
+    fconst: np.ndarray  # float32
+    ccode: np.ndarray
+    csub: np.ndarray
+    cconst: np.ndarray  # int32
+    blocks: dict  # key -> (buffer name, offset per agent, per-agent shape)
+    n_float: int  # per-agent sizes of the three buffers
+    n_int: int
+    n_bool: int
+    amask_off: int
+    tmask_off: int
+    pmask_off: int
+
+
+def compile_schema(schema: ObsSchema) -> CompiledSchema:
+    """Check every group/field against the registries and build the kernel tables (BadInput if unknown)."""
+    rows, fcode, fsub, fconst, ccode, csub, cconst = [], [], [], [], [], [], []
+    blocks = {}
+    nf = ni = nb = 0
+    t_offsets = schema.target_offsets()
+    for g in schema.groups:
+        if g.name not in GROUP_SOURCES:
+            raise BadInput(
+                f"schema v{schema.version}: group {g.name!r} has no encoder source "
+                f"(known: {', '.join(GROUP_SOURCES)})"
+            )
+        src = GROUP_SOURCES[g.name]
+        registry = SOURCE_FEATURES[src]
+        expect_kind = {
+            SRC_GLOBAL: "vector", SRC_SELF: "vector", SRC_PREV: "vector", SRC_TERRAIN: "grid",
+        }.get(src, "unitset")
+        if g.kind != expect_kind:
+            raise BadInput(f"schema v{schema.version}: group {g.name!r} must be a {expect_kind}, not {g.kind}")
+        if g.targetable and src not in UNIT_SOURCES:
+            raise BadInput(f"schema v{schema.version}: group {g.name!r} cannot be targetable")
+        fcol0, ccol0 = len(fcode), len(ccode)
+        for f in g.fields:
+            if f.retired:
+                for j in range(f.width):
+                    if f.is_float:
+                        fcode.append(FEAT_CONST)
+                        fsub.append(j)
+                        fconst.append(f.constant)
+                    else:
+                        ccode.append(FEAT_CONST)
+                        csub.append(j)
+                        cconst.append(int(f.constant))
+                continue
+            if f.name not in registry:
+                raise BadInput(
+                    f"schema v{schema.version}: field {g.name}.{f.name} has no encoder feature "
+                    f"(known for {g.name}: {', '.join(registry)})"
+                )
+            code, width, kind = registry[f.name]
+            if f.width != width:
+                raise BadInput(f"schema v{schema.version}: field {g.name}.{f.name} has width {f.width}, "
+                               f"the encoder computes {width}")
+            if (kind == "categorical") != (f.kind == "categorical"):
+                raise BadInput(f"schema v{schema.version}: field {g.name}.{f.name} must be {kind}")
+            for j in range(width):
+                if f.is_float:
+                    fcode.append(code)
+                    fsub.append(j)
+                    fconst.append(0.0)
+                else:
+                    ccode.append(code)
+                    csub.append(j)
+                    cconst.append(0)
+        lead = g.item_shape()
+        n_items = int(np.prod(lead)) if lead else 1
+        foff, coff, moff = nf, ni, nb
+        blocks[f"{g.name}.float"] = ("float", nf, (*lead, g.n_float))
+        nf += n_items * g.n_float
+        if g.n_cat:
+            blocks[f"{g.name}.cat"] = ("int", ni, (*lead, g.n_cat))
+            ni += n_items * g.n_cat
+        if g.kind == "unitset":
+            blocks[f"{g.name}.mask"] = ("bool", nb, (g.count,))
+            nb += g.count
+        sh, sw = (g.size if g.kind == "grid" else (0, 0))
+        rows.append([src, g.count if g.kind == "unitset" else 1, g.n_float, g.n_cat, foff, coff, moff,
+                     t_offsets.get(g.name, -1), fcol0, ccol0, sh, sw])
+    P, T = schema.action.n_primary, schema.n_targets
+    amask_off = nb
+    blocks["action_mask"] = ("bool", nb, (P,))
+    nb += P
+    tmask_off = nb
+    blocks["target_mask"] = ("bool", nb, (P, T))
+    nb += P * T
+    pmask_off = nb
+    blocks["param_mask"] = ("bool", nb, (P, 2))
+    nb += P * 2
+    return CompiledSchema(
+        groups=np.array(rows, dtype=np.int64).reshape(-1, N_GCOLS),
+        fcode=np.array(fcode, np.int32), fsub=np.array(fsub, np.int32), fconst=np.array(fconst, np.float32),
+        ccode=np.array(ccode, np.int32), csub=np.array(csub, np.int32), cconst=np.array(cconst, np.int32),
+        blocks=blocks, n_float=nf, n_int=ni, n_bool=nb, amask_off=amask_off, tmask_off=tmask_off,
+        pmask_off=pmask_off,
+    )
+
+
+# ---------------------------------------------------------------- feature functions (numba)
+@njit(cache=True)
+def unit_feature(code, uf, ui, hi, ls, vuln, tick, fps, n_heroes, g, h, u, fogged):
+    """Feature ``code`` of unit u as seen by hero h. ``fogged``: an enemy hero shown at its last seen state.
+    Takes the state arrays it reads (not the whole state tuple): it runs for every observed unit and column."""
+    team = ui[g, ST.UI_TEAM, h]
+    if fogged:
+        x = ls[g, ST.LS_X, team, u]
+        y = ls[g, ST.LS_Y, team, u]
+    else:
+        x = uf[g, ST.UF_X, u]
+        y = uf[g, ST.UF_Y, u]
+    if code == 0:
+        return ui[g, ST.UI_UTYPE, u]
+    if code == 1:
+        return hi[g, ST.HI_HERO_ID, u] + 1 if u < n_heroes else 0
+    if code == 2:
+        return 1.0 if ui[g, ST.UI_TEAM, u] != team else 0.0
+    if code == 3:
+        return (x - uf[g, ST.UF_X, h]) * KM
+    if code == 4:
+        return (y - uf[g, ST.UF_Y, h]) * KM
+    if code == 5:
+        dx = x - uf[g, ST.UF_X, h]
+        dy = y - uf[g, ST.UF_Y, h]
+        return np.sqrt(dx * dx + dy * dy) * KM
+    if code == 6:
+        return ls[g, ST.LS_HP, team, u] if fogged else uf[g, ST.UF_HP, u]
+    if code == 7:
+        return ls[g, ST.LS_MAX_HP, team, u] if fogged else uf[g, ST.UF_MAX_HP, u]
+    if code == 8:
+        if fogged:
+            return ls[g, ST.LS_HP, team, u] / max(ls[g, ST.LS_MAX_HP, team, u], 1.0)
+        return uf[g, ST.UF_HP, u] / max(uf[g, ST.UF_MAX_HP, u], 1.0)
+    if code == 9:
+        return ls[g, ST.LS_MANA, team, u] if fogged else uf[g, ST.UF_MANA, u]
+    if code == 10:
+        if fogged:
+            return ls[g, ST.LS_MANA, team, u] / max(ls[g, ST.LS_MAX_MANA, team, u], 1.0)
+        return uf[g, ST.UF_MANA, u] / max(uf[g, ST.UF_MAX_MANA, u], 1.0)
+    if code == 11:
+        if u >= n_heroes:
+            return 0.0
+        return ls[g, ST.LS_LEVEL, team, u] if fogged else hi[g, ST.HI_LEVEL, u]
+    if code == 12:
+        return uf[g, ST.UF_DMG, u]
+    if code == 13:
+        return uf[g, ST.UF_ARMOR, u]
+    if code == 14:
+        return uf[g, ST.UF_RNG, u] * KM
+    if code == 15:
+        return uf[g, ST.UF_SPEED, u] * KM
+    if code == 16:
+        return 1.0 if uf[g, ST.UF_STUN_T, u] > 0.0 and not fogged else 0.0
+    if code == 17:
+        return 1.0 if uf[g, ST.UF_SLOW_T, u] > 0.0 and not fogged else 0.0
+    if code == 18:
+        return 1.0 if uf[g, ST.UF_BUFF_T, u] > 0.0 and not fogged else 0.0
+    if code == 19:
+        return 0.0 if fogged else 1.0
+    if code == 20:
+        return (tick - ls[g, ST.LS_TICK, team, u]) / fps if fogged else 0.0
+    if code == 21:
+        return 1.0 if ui[g, ST.UI_TARGET, u] == h and not fogged else 0.0
+    if code == 22:
+        return 1.0 if ui[g, ST.UI_TARGET, h] == u else 0.0
+    if code == 23:
+        return ui[g, ST.UI_TIER, u]
+    if code == 24:
+        return ui[g, ST.UI_LANE, u] + 1
+    if code == 25:
+        return 1.0 if u == h else 0.0
+    if code == 26:
+        dx = x - uf[g, ST.UF_X, h]
+        dy = y - uf[g, ST.UF_Y, h]
+        r = uf[g, ST.UF_RNG, h]
+        return 1.0 if dx * dx + dy * dy <= r * r else 0.0
+    if code == 27:
+        return 1.0 if vuln[u] else 0.0
+    if code == 28:
+        return x * KM
+    if code == 29:
+        return y * KM
+    if code == 30:
+        return hi[g, ST.HI_EXTRA_LIFE, u] if u < n_heroes else 0.0
+    if code == 31:
+        ut = ui[g, ST.UI_UTYPE, u]
+        lane_creep = ut == D.UT_MELEE or ut == D.UT_RANGED
+        own = ui[g, ST.UI_TEAM, u] == team
+        return 1.0 if lane_creep and own and uf[g, ST.UF_HP, u] < D.DENY_HP_FRAC * uf[g, ST.UF_MAX_HP, u] else 0.0
+    if code == 32:
+        return 1.0 if uf[g, ST.UF_ATK_CD, u] <= 0.0 else 0.0
+    return 0.0
+
+
+@njit(cache=True)
+def self_feature(code, sub, S, L, P, g, h, vuln):
+    if code < 100:
+        return unit_feature(code, S.uf, S.ui, S.hi, S.ls, vuln, S.gi[g, ST.GI_TICK], P.fps, L.n_heroes, g, h, h, False)
+    if code == 100:
+        return 1.0 if S.ui[g, ST.UI_ALIVE, h] else 0.0
+    if code == 101:
+        return S.hf[g, ST.HF_GOLD, h]
+    if code == 102:
+        return S.hf[g, ST.HF_XP, h]
+    if code == 103:
+        lv = S.hi[g, ST.HI_LEVEL, h]
+        return C.XPT[lv + 1] - S.hf[g, ST.HF_XP, h] if lv < D.MAX_LEVEL else 0.0
+    if code == 104:
+        return S.hf[g, ST.HF_RESPAWN_T, h] / P.fps
+    if code == 105:
+        return 1.0 if S.hf[g, ST.HF_BUYBACK_CD, h] <= 0.0 and S.hf[g, ST.HF_GOLD, h] >= C.buyback_cost(S, g, h) else 0.0
+    if code == 106:
+        return C.buyback_cost(S, g, h)
+    if code == 107:
+        return S.hi[g, ST.HI_LANE_ASSIGN, h]
+    if code == 108:
+        return S.ui[g, ST.UI_TEAM, h]
+    if code == 109:
+        return S.hi[g, ST.HI_KILLS, h]
+    if code == 110:
+        return S.hi[g, ST.HI_DEATHS, h]
+    if code == 111:
+        return S.hi[g, ST.HI_LAST_HITS, h]
+    if code == 112:
+        return S.hi[g, ST.HI_DENIES, h]
+    if code == 113:
+        return C.net_worth(S, g, h)
+    if code == 114:
+        return S.hi[g, ST.HI_ABIL_ID + sub, h]
+    if code == 115:
+        return S.hf[g, ST.HF_ABIL_CD + sub, h] / P.fps
+    if code == 116:
+        return S.hi[g, ST.HI_ITEM_ID + sub, h]
+    return 0.0
+
+
+@njit(cache=True)
+def global_feature(code, sub, S, L, P, g, h):
+    team = S.ui[g, ST.UI_TEAM, h]
+    if code == 200:
+        return S.gi[g, ST.GI_TICK] / P.fps
+    if code == 201:
+        wt = int(D.WAVE_INTERVAL_S * P.fps)
+        return (wt - S.gi[g, ST.GI_TICK] % wt) / P.fps
+    if code == 202:
+        return S.gi[g, ST.GI_KILLS_T + team if sub == 0 else 1 - team]
+    if code == 203:
+        return S.gi[g, ST.GI_TOWERS_DESTROYED + team if sub == 0 else 1 - team]
+    if code == 204:
+        return 1.0 if S.ui[g, ST.UI_ALIVE, L.boss] else 0.0
+    if code == 205:
+        return S.gf[g, ST.GF_BOSS_RESPAWN_T] / P.fps
+    if code == 206:
+        return (P.time_limit_ticks - S.gi[g, ST.GI_TICK]) / P.fps
+    if code == 207:
+        return S.gi[g, ST.GI_BARRACKS_DESTROYED + team if sub == 0 else 1 - team]
+    return 0.0
+
+
+@njit(cache=True)
+def prev_feature(code, sub, S, g, h):
+    if code == 300:
+        return S.hi[g, ST.HI_PREV_ACTION + 0, h]
+    if code == 301:
+        return S.hi[g, ST.HI_PREV_ACTION + 1, h]
+    if code == 302:
+        return S.hi[g, ST.HI_PREV_ACTION + 2, h]
+    if code == 303:
+        return (S.hi[g, ST.HI_PREV_ACTION + 3, h] % 9 - 4) / 4.0
+    if code == 304:
+        return (S.hi[g, ST.HI_PREV_ACTION + 3, h] // 9 - 4) / 4.0
+    return 0.0
+
+
+@njit(cache=True)
+def ability_feature(code, S, L, P, g, h, k):
+    a = S.hi[g, ST.HI_ABIL_ID + k, h]
+    if code == 400:
+        return a
+    if code == 401:
+        return C.ABIL[a, D.AB_KIND]
+    if code == 402:
+        return S.hi[g, ST.HI_ABIL_LVL + k, h]
+    if code == 403:
+        return S.hf[g, ST.HF_ABIL_CD + k, h] / P.fps
+    if code == 404:
+        ok, tt, rule, rng = C.primary_info(S, g, h, C.ACT_ABILITY, k)
+        return 1.0 if ok else 0.0
+    if code == 405:
+        return C.ABIL[a, D.AB_MANA]
+    if code == 406:
+        return C.ABIL[a, D.AB_RANGE] * KM
+    if code == 407:
+        return C.ABIL[a, D.AB_ULT]
+    return 0.0
+
+
+@njit(cache=True)
+def item_feature(code, S, L, P, g, h, k):
+    it = S.hi[g, ST.HI_ITEM_ID + k, h]
+    if code == 500:
+        return it
+    if code == 501:
+        return S.hi[g, ST.HI_ITEM_CHG + k, h]
+    if code == 502:
+        return S.hf[g, ST.HF_ITEM_CD + k, h] / P.fps
+    if code == 503:
+        if k >= D.N_ACTIVE_SLOTS:
+            return 0.0
+        ok, tt, rule, rng = C.primary_info(S, g, h, C.ACT_ITEM, k)
+        return 1.0 if ok else 0.0
+    if code == 504:
+        return 1.0 if C.ITEMS[it, D.IT_ACTIVE] != D.IA_NONE else 0.0
+    return 0.0
+
+
+@njit(cache=True)
+def terrain_feature(code, L, x, y):
+    if x < 0.0 or y < 0.0 or x >= D.MAP_SIZE or y >= D.MAP_SIZE:
+        return 0.0
+    ix = int(x / D.TERRAIN_CELL)
+    iy = int(y / D.TERRAIN_CELL)
+    if code == 600:
+        return float(L.walk[ix, iy])
+    if code == 601:
+        return float(L.lanegrid[ix, iy])
+    return 0.0
+
+
+# ---------------------------------------------------------------- unit selection
+@njit(cache=True)
+def unit_range(L, src):
+    if src == SRC_HEROES:
+        return 0, L.n_heroes
+    if src == SRC_BUILDINGS:
+        return L.bld_start, L.bld_end
+    if src == SRC_NEUTRALS:
+        return L.neu_start, L.neu_end
+    return L.creep_start, L.n_units
+
+
+@njit(cache=True)
+def select_closest(S, L, g, h, src, count, out_u, out_fog):
+    """The ``count`` closest units of a source observed by h's team; returns how many were found."""
+    team = S.ui[g, ST.UI_TEAM, h]
+    lo, hi = unit_range(L, src)
+    hx = S.uf[g, ST.UF_X, h]
+    hy = S.uf[g, ST.UF_Y, h]
+    n = 0
+    best_d = np.empty(count)
+    for u in range(lo, hi):
+        fog = False
+        if S.ui[g, ST.UI_ALIVE, u] and S.vis[g, team, u]:
+            x = S.uf[g, ST.UF_X, u]
+            y = S.uf[g, ST.UF_Y, u]
+        elif src == SRC_HEROES and S.ls[g, ST.LS_TICK, team, u] >= 0 and S.ui[g, ST.UI_TEAM, u] != team:
+            fog = True
+            x = S.ls[g, ST.LS_X, team, u]
+            y = S.ls[g, ST.LS_Y, team, u]
+        else:
+            continue
+        d = (x - hx) * (x - hx) + (y - hy) * (y - hy)
+        if n == count and d >= best_d[n - 1]:
+            continue
+        i = n if n < count else count - 1
+        while i > 0 and best_d[i - 1] > d:
+            if i < count:
+                best_d[i] = best_d[i - 1]
+                out_u[i] = out_u[i - 1]
+                out_fog[i] = out_fog[i - 1]
+            i -= 1
+        best_d[i] = d
+        out_u[i] = u
+        out_fog[i] = fog
+        if n < count:
+            n += 1
+    return n
+
+
+# ---------------------------------------------------------------- the kernel
+@njit(cache=True)
+def encode_all(S, L, P, gt, fcode, fsub, fconst, ccode, csub, cconst, act_kind, act_slot,
+               fbuf, ibuf, bbuf, n_f, n_i, n_b, amask_off, tmask_off, pmask_off):
+    """Fill the flat buffers for every game and agent. Per-agent layout is given by the group table ``gt``;
+    a key's block holds [G, A, *shape] contiguously at ``block_offset * G * A``."""
+    G = S.rng.shape[0]
+    A = L.n_heroes
+    GA = G * A
+    n_prim = act_kind.shape[0]
+    n_tgt = S.slot_unit.shape[2]
+    max_count = 1
+    for gi in range(gt.shape[0]):
+        max_count = max(max_count, gt[gi, G_COUNT])
+    sel_u = np.empty(max_count, np.int64)
+    sel_fog = np.empty(max_count, np.bool_)
+    uf, ui, hi, ls = S.uf, S.ui, S.hi, S.ls
+    fps = P.fps
+    nh = L.n_heroes
+    vuln = np.empty(L.n_units, np.bool_)
+    for g in range(G):
+        tick = S.gi[g, ST.GI_TICK]
+        for u in range(L.n_units):
+            vuln[u] = C.vulnerable(S, L, g, u)
+        for h in range(A):
+            ga = g * A + h
+            for k in range(n_tgt):
+                S.slot_unit[g, h, k] = -1
+            for gi in range(gt.shape[0]):
+                src = gt[gi, G_SRC]
+                count = gt[gi, G_COUNT]
+                nf = gt[gi, G_NF]
+                nc = gt[gi, G_NC]
+                fbase = gt[gi, G_FOFF] * GA + ga * count * nf if src != SRC_TERRAIN else 0
+                cbase = gt[gi, G_COFF] * GA + ga * count * nc
+                fcol = gt[gi, G_FCOL]
+                ccol = gt[gi, G_CCOL]
+                if src == SRC_GLOBAL or src == SRC_SELF or src == SRC_PREV:
+                    for j in range(nf):
+                        code = fcode[fcol + j]
+                        if code == FEAT_CONST:
+                            v = fconst[fcol + j]
+                        elif src == SRC_GLOBAL:
+                            v = global_feature(code, fsub[fcol + j], S, L, P, g, h)
+                        elif src == SRC_SELF:
+                            v = self_feature(code, fsub[fcol + j], S, L, P, g, h, vuln)
+                        else:
+                            v = prev_feature(code, fsub[fcol + j], S, g, h)
+                        fbuf[fbase + j] = v
+                    for j in range(nc):
+                        code = ccode[ccol + j]
+                        if code == FEAT_CONST:
+                            iv = cconst[ccol + j]
+                        elif src == SRC_GLOBAL:
+                            iv = int(global_feature(code, csub[ccol + j], S, L, P, g, h))
+                        elif src == SRC_SELF:
+                            iv = int(self_feature(code, csub[ccol + j], S, L, P, g, h, vuln))
+                        else:
+                            iv = int(prev_feature(code, csub[ccol + j], S, g, h))
+                        ibuf[cbase + j] = iv
+                elif src == SRC_TERRAIN:
+                    sh = gt[gi, G_SH]
+                    sw = gt[gi, G_SW]
+                    fbase = gt[gi, G_FOFF] * GA + ga * sh * sw * nf
+                    for r in range(sh):
+                        for c in range(sw):
+                            px = S.uf[g, ST.UF_X, h] + (c - (sw - 1) * 0.5) * D.TERRAIN_CELL
+                            py = S.uf[g, ST.UF_Y, h] + (r - (sh - 1) * 0.5) * D.TERRAIN_CELL
+                            o = fbase + (r * sw + c) * nf
+                            for j in range(nf):
+                                code = fcode[fcol + j]
+                                if code == FEAT_CONST:
+                                    fbuf[o + j] = fconst[fcol + j]
+                                else:
+                                    fbuf[o + j] = terrain_feature(code, L, px, py)
+                elif src == SRC_ABILITIES or src == SRC_ITEMS:
+                    mbase = gt[gi, G_MOFF] * GA + ga * count
+                    for k in range(count):
+                        present = False
+                        if src == SRC_ABILITIES:
+                            present = k < 4 and S.hi[g, ST.HI_ABIL_ID + k, h] > 0
+                        else:
+                            present = k < D.N_ITEM_SLOTS and S.hi[g, ST.HI_ITEM_ID + k, h] > 0
+                        bbuf[mbase + k] = present
+                        if not present:
+                            continue
+                        for j in range(nf):
+                            code = fcode[fcol + j]
+                            if code == FEAT_CONST:
+                                v = fconst[fcol + j]
+                            elif src == SRC_ABILITIES:
+                                v = ability_feature(code, S, L, P, g, h, k)
+                            else:
+                                v = item_feature(code, S, L, P, g, h, k)
+                            fbuf[fbase + k * nf + j] = v
+                        for j in range(nc):
+                            code = ccode[ccol + j]
+                            if code == FEAT_CONST:
+                                iv = cconst[ccol + j]
+                            elif src == SRC_ABILITIES:
+                                iv = int(ability_feature(code, S, L, P, g, h, k))
+                            else:
+                                iv = int(item_feature(code, S, L, P, g, h, k))
+                            ibuf[cbase + k * nc + j] = iv
+                else:
+                    mbase = gt[gi, G_MOFF] * GA + ga * count
+                    n = select_closest(S, L, g, h, src, count, sel_u, sel_fog)
+                    toff = gt[gi, G_TOFF]
+                    for k in range(n):
+                        u = sel_u[k]
+                        fog = sel_fog[k]
+                        bbuf[mbase + k] = True
+                        if toff >= 0:
+                            S.slot_unit[g, h, toff + k] = u
+                        for j in range(nf):
+                            code = fcode[fcol + j]
+                            if code == FEAT_CONST:
+                                v = fconst[fcol + j]
+                            else:
+                                v = unit_feature(code, uf, ui, hi, ls, vuln, tick, fps, nh, g, h, u, fog)
+                            fbuf[fbase + k * nf + j] = v
+                        for j in range(nc):
+                            code = ccode[ccol + j]
+                            if code == FEAT_CONST:
+                                iv = cconst[ccol + j]
+                            else:
+                                iv = int(unit_feature(code, uf, ui, hi, ls, vuln, tick, fps, nh, g, h, u, fog))
+                            ibuf[cbase + k * nc + j] = iv
+            encode_masks(S, L, g, h, ga, GA, act_kind, act_slot, bbuf, n_prim, n_tgt, amask_off, tmask_off,
+                         pmask_off, vuln)
+
+
+@njit(cache=True)
+def slot_target_ok(uf, ui, vis, vuln, n_heroes, g, h, u, rule, rng):
+    """core.target_ok with the state arrays it reads (runs for every primary and target slot)."""
+    if u < 0 or ui[g, ST.UI_ALIVE, u] == 0:
+        return False
+    team = ui[g, ST.UI_TEAM, h]
+    if not vis[g, team, u]:
+        return False
+    tu = ui[g, ST.UI_TEAM, u]
+    ut = ui[g, ST.UI_UTYPE, u]
+    if rule == C.R_ATTACK:
+        if u == h:
+            return False
+        if tu != team:
+            return vuln[u]
+        lane_creep = ut == D.UT_MELEE or ut == D.UT_RANGED
+        return lane_creep and uf[g, ST.UF_HP, u] < D.DENY_HP_FRAC * uf[g, ST.UF_MAX_HP, u]
+    dx = uf[g, ST.UF_X, u] - uf[g, ST.UF_X, h]
+    dy = uf[g, ST.UF_Y, u] - uf[g, ST.UF_Y, h]
+    in_range = dx * dx + dy * dy <= rng * rng
+    if rule == C.R_ENEMY_SPELL:
+        return tu != team and not (ut == D.UT_TOWER or ut == D.UT_BARRACKS or ut == D.UT_ANCIENT) and in_range
+    if rule == C.R_ALLY_HERO:
+        return tu == team and u < n_heroes and in_range
+    return False
+
+
+@njit(cache=True)
+def encode_masks(S, L, g, h, ga, GA, act_kind, act_slot, bbuf, n_prim, n_tgt, amask_off, tmask_off, pmask_off,
+                 vuln):
+    """action_mask / target_mask / param_mask with the rules the game executes (core.primary_info/target_ok)."""
+    abase = amask_off * GA + ga * n_prim
+    tbase = tmask_off * GA + ga * n_prim * n_tgt
+    pbase = pmask_off * GA + ga * n_prim * 2
+    uf, ui, vis = S.uf, S.ui, S.vis
+    for p in range(n_prim):
+        ok, tt, rule, rng = C.primary_info(S, g, h, act_kind[p], act_slot[p])
+        uses_unit = tt == C.TT_UNIT or tt == C.TT_UNIT_OFFSET
+        bbuf[pbase + 2 * p] = uses_unit
+        bbuf[pbase + 2 * p + 1] = tt == C.TT_POINT or tt == C.TT_UNIT_OFFSET
+        if ok and uses_unit:
+            anyt = False
+            for k in range(n_tgt):
+                u = S.slot_unit[g, h, k]
+                t_ok = slot_target_ok(uf, ui, vis, vuln, L.n_heroes, g, h, u, rule, rng)
+                bbuf[tbase + p * n_tgt + k] = t_ok
+                anyt = anyt or t_ok
+            ok = anyt
+        bbuf[abase + p] = ok
+
+
+class Encoder:
+    """Encodes a batched game state for one schema version (arrays per ``schema.array_specs()``)."""
+
+    def __init__(self, schema: ObsSchema, act_kind: np.ndarray, act_slot: np.ndarray):
+        self.schema = schema
+        self.compiled = compile_schema(schema)
+        self.act_kind = act_kind
+        self.act_slot = act_slot
+        specs = schema.array_specs()
+        missing = set(specs) ^ set(self.compiled.blocks)
+        if missing:  # the compiled layout must be exactly the schema's array list
+            raise BadInput(f"schema v{schema.version}: encoder layout disagrees on {sorted(missing)}")
+
+    def encode(self, S, L, P) -> dict[str, np.ndarray]:
+        c = self.compiled
+        G = S.rng.shape[0]
+        A = L.n_heroes
+        fbuf = np.zeros(G * A * c.n_float, np.float32)
+        ibuf = np.zeros(max(G * A * c.n_int, 1), np.int32)
+        bbuf = np.zeros(G * A * c.n_bool, np.bool_)
+        encode_all(S, L, P, c.groups, c.fcode, c.fsub, c.fconst, c.ccode, c.csub, c.cconst, self.act_kind,
+                   self.act_slot, fbuf, ibuf, bbuf, c.n_float, c.n_int, c.n_bool, c.amask_off, c.tmask_off,
+                   c.pmask_off)
+        bufs = {"float": fbuf, "int": ibuf, "bool": bbuf}
+        out = {}
+        for key, (buf, off, shape) in c.blocks.items():
+            n = int(np.prod(shape))
+            start = off * G * A
+            out[key] = bufs[buf][start : start + G * A * n].reshape(G, A, *shape)
+        return out
+
+
+__all__ = ["Encoder", "GROUP_SOURCES", "SOURCE_FEATURES", "compile_schema", "encode_all"]

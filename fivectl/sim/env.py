@@ -1,0 +1,188 @@
+"""``MobaEnv``: the batched API of the embedded MOBA (docs/ARCHITECTURE.md "Game").
+
+```python
+env = MobaEnv(game_cfg, num_games, seed, schema)
+obs = env.reset()                          # key -> [G, A, *shape] (schema.array_specs())
+obs, rewards, done, info = env.step(actions)   # actions int32 [G, A, 4]: primary, delay, target slot, offset
+```
+
+Agents are ordered team 0 then team 1 (``agents_per_game = 2 * team_size``). A finished game is reset
+automatically: ``done[g]`` is True, ``obs`` holds the first observation of the next game, and ``info`` holds the
+figures of the game that just ended (``winner``, ``game_time``, per-team stats). See ``state.py`` for the state
+arrays (``env.state``) that scripted bots read.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fivectl.config.game import GameConfig
+from fivectl.errors import BadInput
+from fivectl.schema.encoder import Encoder
+from fivectl.schema.spec import ObsSchema
+from fivectl.sim import core as C
+from fivectl.sim import data as D
+from fivectl.sim.components import REWARD_COMPONENTS
+from fivectl.sim.state import Params, alloc_state, build_layout, state_views
+
+# Schema primary-action names -> (internal action kind, ability/item slot). A new action in a schema version is
+# added here (and executed in core.execute_action).
+PRIMARY_ACTIONS = {
+    "noop": (C.ACT_NOOP, 0),
+    "move": (C.ACT_MOVE, 0),
+    "attack": (C.ACT_ATTACK, 0),
+    "ability1": (C.ACT_ABILITY, 0),
+    "ability2": (C.ACT_ABILITY, 1),
+    "ability3": (C.ACT_ABILITY, 2),
+    "ability4": (C.ACT_ABILITY, 3),
+    "item1": (C.ACT_ITEM, 0),
+    "item2": (C.ACT_ITEM, 1),
+    "item3": (C.ACT_ITEM, 2),
+    "buyback": (C.ACT_BUYBACK, 0),
+}
+STAT_NAMES = C.STAT_NAMES
+assert len(REWARD_COMPONENTS) == C.N_COMPONENTS
+
+
+def resolve_pool(cfg: GameConfig) -> np.ndarray:
+    """Hero indices of the configured pool; unknown names and too-small pools are BadInput."""
+    if cfg.hero_pool:
+        by_name = {n.lower(): i for i, n in enumerate(D.HERO_NAMES)}
+        unknown = [n for n in cfg.hero_pool if n.lower() not in by_name]
+        if unknown:
+            raise BadInput(f"game.hero_pool: unknown hero(es) {', '.join(unknown)} (known: {', '.join(D.HERO_NAMES)})")
+        pool = sorted({by_name[n.lower()] for n in cfg.hero_pool})
+    else:
+        pool = list(range(D.N_HEROES))
+    if 2 * cfg.team_size > len(pool):
+        raise BadInput(
+            f"game.team_size: {cfg.team_size} per team needs {2 * cfg.team_size} heroes, the pool has {len(pool)}"
+        )
+    return np.array(pool, dtype=np.int32)
+
+
+def game_seeds(seed: int, num_games: int, first: int = 0) -> np.ndarray:
+    """Per-game xorshift states from splitmix64(seed, game index): game g's stream ignores the batch size."""
+    out = np.empty(num_games, dtype=np.uint64)
+    mask = (1 << 64) - 1
+    for i in range(num_games):
+        z = (seed * 0x9E3779B97F4A7C15 + (first + i + 1) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        z ^= z >> 31
+        out[i] = z or 0x2545F4914F6CDD1D
+    return out
+
+
+class MobaEnv:
+    """A batch of independent games of the embedded MOBA, stepped together by numba kernels."""
+
+    def __init__(self, game_cfg: GameConfig, num_games: int, seed: int, schema: ObsSchema):
+        if num_games < 1:
+            raise BadInput(f"num_games must be >= 1, got {num_games}")
+        if game_cfg.lanes not in D.LANE_ORDER:
+            raise BadInput(f"game.lanes: must be 1 or 3, got {game_cfg.lanes}")
+        if not 1 <= game_cfg.team_size <= 5:
+            raise BadInput(f"game.team_size: must be 1..5, got {game_cfg.team_size}")
+        if game_cfg.fps < 1 or game_cfg.frameskip < 1 or game_cfg.time_limit_s <= 0:
+            raise BadInput("game: fps, frameskip and time_limit_s must be positive")
+        unknown = [p for p in schema.action.primary if p not in PRIMARY_ACTIONS]
+        if unknown:
+            raise BadInput(f"schema v{schema.version}: unknown primary action(s) {', '.join(unknown)}")
+        self.cfg = game_cfg
+        self.schema = schema
+        self.num_games = int(num_games)
+        self.team_size = int(game_cfg.team_size)
+        self.agents_per_game = 2 * self.team_size
+        hero_group = next((g for g in schema.target_groups if g.name == "heroes"), None)
+        if hero_group is not None and hero_group.count < self.agents_per_game:
+            raise BadInput(
+                f"schema v{schema.version}: the heroes set holds {hero_group.count} units, "
+                f"a {self.team_size}v{self.team_size} game has {self.agents_per_game}"
+            )
+        self.seed = int(seed)
+        self.layout = build_layout(self.team_size, game_cfg.lanes)
+        self.params = Params(
+            fps=int(game_cfg.fps),
+            frameskip=int(game_cfg.frameskip),
+            time_limit_ticks=int(round(game_cfg.time_limit_s * game_cfg.fps)),
+            fog=bool(game_cfg.fog_of_war),
+            rand_init=bool(game_cfg.randomize_initial_state),
+            rand_lanes=bool(game_cfg.randomize_lanes),
+            rand_boss=bool(game_cfg.randomize_boss_health),
+            rand_lineup=bool(game_cfg.randomize_lineup),
+            rand_items=bool(game_cfg.randomize_items),
+            pool=resolve_pool(game_cfg),
+        )
+        self.act_kind = np.array([PRIMARY_ACTIONS[p][0] for p in schema.action.primary], dtype=np.int64)
+        self.act_slot = np.array([PRIMARY_ACTIONS[p][1] for p in schema.action.primary], dtype=np.int64)
+        self.encoder = Encoder(schema, self.act_kind, self.act_slot)
+        self.core_state = alloc_state(self.num_games, self.layout, self.agents_per_game, schema.n_targets)
+        self.state = state_views(self.core_state)  # named views for scripted bots (see state.py)
+        self.n_components = len(REWARD_COMPONENTS)
+        self._obs: dict[str, np.ndarray] | None = None
+
+    # ------------------------------------------------------------------ API
+    def reset(self) -> dict[str, np.ndarray]:
+        self.core_state.rng[:] = game_seeds(self.seed, self.num_games)
+        C.reset_all(self.core_state, self.layout, self.params)
+        self._obs = self._encode()
+        return self._obs
+
+    def step(self, actions: np.ndarray):
+        if self._obs is None:
+            raise BadInput("MobaEnv.step() called before reset()")
+        G, A = self.num_games, self.agents_per_game
+        actions = np.asarray(actions)
+        if actions.shape != (G, A, 4):
+            raise BadInput(f"actions: expected shape {(G, A, 4)}, got {actions.shape}")
+        actions = np.ascontiguousarray(actions, dtype=np.int64)
+        rew = np.zeros((G, A, self.n_components), np.float64)
+        invalid = np.zeros((G, A), np.int64)
+        done = np.zeros(G, np.bool_)
+        winner = np.full(G, -1, np.int8)
+        game_time = np.zeros(G, np.float64)
+        stats = np.zeros((G, len(STAT_NAMES), 2), np.float64)
+        C.step_all(self.core_state, self.layout, self.params, actions, self.act_kind, self.act_slot,
+                   self._obs["action_mask"], self._obs["target_mask"], rew, invalid, done, winner, game_time,
+                   stats)
+        self._obs = self._encode()
+        info = {"winner": winner, "game_time": game_time.astype(np.float32), "invalid_actions": invalid}
+        for i, name in enumerate(STAT_NAMES):
+            info[name] = stats[:, i, :].copy()
+        return self._obs, rew.astype(np.float32), done, info
+
+    def valid_actions(self, obs: dict[str, np.ndarray] | None = None):
+        """(action_mask [G, A, P], target_mask [G, A, P, T], param_mask [G, A, P, 2]) of the current (or given)
+        observation: what a uniformly random agent samples from (see ``sample_random_actions``)."""
+        o = obs if obs is not None else self._obs
+        return o["action_mask"], o["target_mask"], o["param_mask"]
+
+    def sample_random_actions(self, rng: np.random.Generator, obs: dict[str, np.ndarray] | None = None):
+        """Uniform over valid primaries, then uniform over valid targets / offsets / delays."""
+        am, tm, pm = self.valid_actions(obs)
+        return sample_valid_actions(rng, am, tm, pm, self.schema.action.delays, self.schema.action.n_offset)
+
+    # ------------------------------------------------------------------ internals
+    def _encode(self) -> dict[str, np.ndarray]:
+        return self.encoder.encode(self.core_state, self.layout, self.params)
+
+
+def sample_valid_actions(rng, action_mask, target_mask, param_mask, delays=4, n_offset=81) -> np.ndarray:
+    """Vectorized uniform sampling of valid actions for arrays [..., P], [..., P, T], [..., P, 2]."""
+    lead = action_mask.shape[:-1]
+    am = action_mask.reshape(-1, action_mask.shape[-1])
+    n = am.shape[0]
+    u = rng.random(am.shape) * am
+    u[~am] = -1.0
+    primary = u.argmax(axis=1)
+    tm = target_mask.reshape(n, target_mask.shape[-2], target_mask.shape[-1])[np.arange(n), primary]
+    ut = rng.random(tm.shape)
+    ut[~tm] = -1.0
+    target = np.where(tm.any(axis=1), ut.argmax(axis=1), 0)
+    out = np.zeros((n, 4), np.int32)
+    out[:, 0] = primary
+    out[:, 1] = rng.integers(0, delays, n)
+    out[:, 2] = target
+    out[:, 3] = rng.integers(0, n_offset, n)
+    return out.reshape(*lead, 4)

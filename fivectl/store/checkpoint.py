@@ -1,0 +1,723 @@
+"""Checkpoints in a Zarr v3 store: one group per parameter version, published atomically (DESIGN.md §6).
+
+```
+checkpoints.zarr/
+  zarr.json               root group; its attribute "fivectl_latest" is the pointer {"version", "manifest_digest"},
+                          the file replaced atomically after each publish
+  .staging/               groups being written; anything here is the leftover of a crashed save
+  v00000010/              one group per version: attributes = the caller's JSON + a "fivectl_checkpoint" entry
+    model/<name>          sections are sub-groups, arrays are single-chunk zstd arrays
+    optimizer/<name>
+    ...
+```
+
+A save writes the whole group under ``.staging/``, fsyncs every file, then renames it to ``vNNNNNNNN`` (the
+commit point) and replaces the root ``zarr.json`` holding the pointer. A kill at any moment leaves either the old set of versions or the old
+set plus a complete new one. Each group carries a manifest (name, shape, dtype and BLAKE2 digest of every array,
+plus the digest of the attributes) that ``load`` checks, so a truncated or corrupted version is detected and the
+previous good one is used with a :class:`CheckpointFallbackWarning`. Nothing is pickled: arrays plus JSON.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import json
+import math
+import os
+import random
+import re
+import secrets
+import shutil
+import sys
+import warnings
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fivectl import __version__
+from fivectl.errors import BadInput, FivectlError, RunFailed
+from fivectl.store.atomic import fsync_dir, write_json_atomic
+
+FORMAT = 1
+ROOT_META = "zarr.json"
+POINTER_ATTR = "fivectl_latest"
+STAGING_DIR = ".staging"
+RESERVED_ATTR = "fivectl_checkpoint"
+_VERSION_RE = re.compile(r"^v(\d{8})$")
+_ZARR_CONFIG = {"write_empty_chunks": True}  # every chunk on disk, so a missing file is always an error
+
+
+class CheckpointFallbackWarning(UserWarning):
+    """The newest checkpoint could not be read; an older one was loaded instead."""
+
+
+@dataclass
+class Checkpoint:
+    version: int
+    arrays: dict[str, dict[str, np.ndarray]]
+    attrs: dict[str, Any]
+    # versions newer than ``version`` that were skipped because they failed verification, with the reason
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def fell_back(self) -> bool:
+        return bool(self.skipped)
+
+
+@dataclass
+class CheckpointInfo:
+    version: int
+    path: Path
+    bytes: int
+    milestone: bool
+
+
+def version_dirname(version: int) -> str:
+    return f"v{version:08d}"
+
+
+def array_digest(a: np.ndarray) -> str:
+    return hashlib.blake2b(np.ascontiguousarray(a).tobytes(), digest_size=16).hexdigest()
+
+
+def json_digest(obj: Any) -> str:
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+class CheckpointStore:
+    """A Zarr v3 checkpoint store at ``path`` (created on first save)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    # -- listing ------------------------------------------------------------------------------------
+    def versions(self) -> list[int]:
+        """Published versions, ascending (complete groups only; verification happens in ``load``)."""
+        if not self.path.is_dir():
+            return []
+        found = []
+        for entry in os.scandir(self.path):
+            m = _VERSION_RE.match(entry.name)
+            if m and entry.is_dir() and os.path.exists(os.path.join(entry.path, "zarr.json")):
+                found.append(int(m.group(1)))
+        return sorted(found)
+
+    def latest(self) -> int | None:
+        """The newest published version. A version renamed into place but whose pointer update was cut short
+        by a crash is complete (it was fsynced before the rename), so it counts."""
+        versions = self.versions()
+        return versions[-1] if versions else None
+
+    def pointer(self) -> dict[str, Any] | None:
+        """The pointer (root group attribute ``fivectl_latest``), or None when missing or unreadable."""
+        try:
+            data = _read_group_attrs(self.path).get(POINTER_ATTR)
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def info(self, milestone_every: int = 0) -> list[CheckpointInfo]:
+        """Every published version with its size on disk and whether ``prune`` keeps it as a milestone."""
+        return [
+            CheckpointInfo(
+                v, self._vdir(v), _tree_bytes(self._vdir(v)), milestone=_is_milestone(v, milestone_every)
+            )
+            for v in self.versions()
+        ]
+
+    # -- saving -------------------------------------------------------------------------------------
+    def save(self, version: int, arrays: dict[str, dict[str, np.ndarray]], attrs: dict[str, Any]) -> Path:
+        """Write version ``version`` (replacing an existing group of that number) and publish it atomically.
+
+        ``arrays``: section -> name -> array; ``attrs``: JSON (no NaN/inf). Raises ``RunFailed`` with a one-line
+        message when the disk is full or not writable; the previously published versions are untouched.
+        """
+        _check_save_args(version, arrays, attrs)
+        stage: Path | None = (
+            self.path / STAGING_DIR / f"{version_dirname(version)}.{os.getpid()}.{secrets.token_hex(4)}"
+        )
+        try:
+            self._ensure_root()
+            self._stage(stage, version, arrays, attrs)
+            manifest_digest = json_digest(_read_group_attrs(stage)[RESERVED_ATTR]["manifest"])
+            self._publish(stage, version)
+            stage = None
+            self._write_pointer(version, manifest_digest)
+        except OSError as e:
+            if stage is not None:
+                shutil.rmtree(stage, ignore_errors=True)
+            where = e.filename or self.path
+            raise RunFailed(
+                f"cannot write checkpoint v{version} to {self.path}: {e.strerror or e} ({where})"
+            ) from e
+        return self._vdir(version)
+
+    def _ensure_root(self) -> None:
+        import zarr
+        from zarr.storage import LocalStore
+
+        self.path.mkdir(parents=True, exist_ok=True)
+        if not (self.path / "zarr.json").exists():
+            zarr.open_group(LocalStore(self.path), mode="a", zarr_format=3)
+        staging = self.path / STAGING_DIR
+        if not (staging / "zarr.json").exists():
+            # a real (empty) group, so zarr tools walking the hierarchy do not trip over it
+            zarr.open_group(LocalStore(staging), mode="a", zarr_format=3)
+
+    def _stage(
+        self, stage: Path, version: int, arrays: dict[str, dict[str, np.ndarray]], attrs: dict[str, Any]
+    ) -> None:
+        manifest = {
+            f"{section}/{name}": {
+                "shape": list(np.shape(a)),
+                "dtype": np.asarray(a).dtype.str,
+                "digest": array_digest(np.asarray(a)),
+            }
+            for section, named in arrays.items()
+            for name, a in named.items()
+        }
+        group_attrs = {
+            **attrs,
+            RESERVED_ATTR: {
+                "format": FORMAT,
+                "version": version,
+                "fivectl_version": __version__,
+                "manifest": manifest,
+                # digest of the JSON as it will read back (tuples become lists, keys strings)
+                "attrs_digest": json_digest(json.loads(json.dumps(attrs))),
+            },
+        }
+        _run_async(_write_group(stage, arrays, group_attrs))
+        _fsync_tree(stage)
+
+    def _publish(self, stage: Path, version: int) -> None:
+        target = self._vdir(version)
+        if target.exists():
+            # a rename cannot replace a non-empty directory: move the old group aside first (a crash in between
+            # leaves this version absent, never half-written)
+            self._remove_dir(target)
+        os.rename(stage, target)
+        fsync_dir(self.path)
+
+    def _write_pointer(self, version: int, manifest_digest: str) -> None:
+        current = self.pointer()
+        if current and isinstance(current.get("version"), int) and current["version"] > version:
+            if self._vdir(current["version"]).exists():
+                return  # a newer version is already published; do not move the pointer backwards
+        self._set_pointer(
+            {"version": version, "group": version_dirname(version), "manifest_digest": manifest_digest}
+        )
+
+    # -- loading ------------------------------------------------------------------------------------
+    def load(self, version: int | None = None) -> Checkpoint:
+        """Load and verify ``version``, or the newest good version when None.
+
+        With ``version=None`` a version that fails verification is skipped with a ``CheckpointFallbackWarning``
+        and recorded in ``Checkpoint.skipped``; an explicit version that fails raises ``FivectlError``.
+        """
+        if version is not None:
+            if version not in self.versions():
+                have = ", ".join(str(v) for v in self.versions()) or "none"
+                raise BadInput(f"{self.path}: no checkpoint version {version} (have: {have})")
+            try:
+                return self._load_verified(version)
+            except CorruptCheckpoint as e:
+                raise FivectlError(f"{self.path}: checkpoint v{version} is corrupt: {e}") from None
+        candidates = self.versions()
+        if not candidates:
+            raise BadInput(f"{self.path}: no checkpoint has been published yet")
+        skipped: list[tuple[int, str]] = []
+        for v in reversed(candidates):
+            try:
+                ckpt = self._load_verified(v)
+            except CorruptCheckpoint as e:
+                skipped.append((v, str(e)))
+                continue
+            if skipped:
+                bad = ", ".join(f"v{s} ({why})" for s, why in skipped)
+                warnings.warn(
+                    f"{self.path}: skipped unreadable checkpoint(s) {bad}; loaded v{v}",
+                    CheckpointFallbackWarning,
+                    stacklevel=2,
+                )
+            ckpt.skipped = skipped
+            return ckpt
+        bad = "; ".join(f"v{s}: {why}" for s, why in skipped)
+        raise FivectlError(f"{self.path}: every checkpoint is corrupt ({bad})")
+
+    def load_attrs(self, version: int) -> dict[str, Any]:
+        """The caller's attributes of one version, unverified and without reading arrays (for listings)."""
+        try:
+            attrs = _read_group_attrs(self._vdir(version))
+        except (OSError, ValueError) as e:
+            raise FivectlError(f"{self.path}: checkpoint v{version} is unreadable: {e}") from None
+        attrs.pop(RESERVED_ATTR, None)
+        return attrs
+
+    def _load_verified(self, version: int) -> Checkpoint:
+        vdir = self._vdir(version)
+        try:
+            raw = _read_group_attrs(vdir)
+        except (OSError, ValueError) as e:
+            raise CorruptCheckpoint(f"group metadata unreadable: {e}") from None
+        meta = raw.pop(RESERVED_ATTR, None)
+        if not isinstance(meta, dict) or not isinstance(meta.get("manifest"), dict):
+            raise CorruptCheckpoint("no manifest")
+        if json_digest(raw) != meta.get("attrs_digest"):
+            raise CorruptCheckpoint("attributes do not match their digest")
+        pointer = self.pointer()
+        if (
+            pointer
+            and pointer.get("version") == version
+            and pointer.get("manifest_digest") != json_digest(meta["manifest"])
+        ):
+            raise CorruptCheckpoint("manifest does not match the pointer")
+        try:
+            loaded = _run_async(_read_group(vdir, list(meta["manifest"])))
+        except CorruptCheckpoint:
+            raise
+        except Exception as e:  # noqa: BLE001 - zarr raises many kinds on damaged metadata or chunks
+            raise CorruptCheckpoint(f"unreadable: {type(e).__name__}: {e}") from None
+        arrays: dict[str, dict[str, np.ndarray]] = {}
+        for key, want in meta["manifest"].items():
+            section, name = key.split("/", 1)
+            arrays.setdefault(section, {})[name] = _checked(key, loaded[key], want)
+        return Checkpoint(version=version, arrays=arrays, attrs=raw)
+
+    # -- housekeeping -------------------------------------------------------------------------------
+    def milestones(self, milestone_every: int) -> list[int]:
+        return [v for v in self.versions() if _is_milestone(v, milestone_every)]
+
+    def prune(self, keep_last: int, milestone_every: int = 0) -> list[int]:
+        """Delete all but the newest ``keep_last`` versions and multiples of ``milestone_every`` (0 = none).
+        Returns the deleted versions. Each version disappears atomically (renamed away, then removed)."""
+        if keep_last < 1:
+            raise BadInput(f"keep_last must be >= 1, got {keep_last}")
+        versions = self.versions()
+        keep = set(versions[-keep_last:]) | set(self.milestones(milestone_every))
+        doomed = [v for v in versions if v not in keep]
+        for v in doomed:
+            self._remove_dir(self._vdir(v))
+        return doomed
+
+    def discard_after(self, version: int) -> list[int]:
+        """Delete versions newer than ``version`` (on resume from an older one after a fallback), so they are
+        rewritten rather than mixed with the resumed history."""
+        doomed = [v for v in self.versions() if v > version]
+        for v in doomed:
+            self._remove_dir(self._vdir(v))
+        if doomed:
+            ptr = self.pointer()
+            if ptr is None or ptr.get("version") in doomed:
+                self._repoint(version)
+        return doomed
+
+    def delete_staging(self) -> int:
+        """Remove leftovers of crashed saves (call when no save is running). Returns how many were removed."""
+        staging = self.path / STAGING_DIR
+        if not staging.is_dir():
+            return 0
+        removed = 0
+        for entry in staging.iterdir():
+            if entry.name == "zarr.json":
+                continue
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+            removed += 1
+        return removed
+
+    def _repoint(self, version: int) -> None:
+        try:
+            manifest = _read_group_attrs(self._vdir(version))[RESERVED_ATTR]["manifest"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return
+        self._set_pointer(
+            {"version": version, "group": version_dirname(version), "manifest_digest": json_digest(manifest)}
+        )
+
+    def _set_pointer(self, pointer: dict[str, Any]) -> None:
+        root = json.loads((self.path / ROOT_META).read_text())
+        root.setdefault("attributes", {})[POINTER_ATTR] = pointer
+        write_json_atomic(self.path / ROOT_META, root)
+
+    def _remove_dir(self, target: Path) -> None:
+        trash = self.path / STAGING_DIR / f"{target.name}.deleted.{secrets.token_hex(4)}"
+        trash.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(target, trash)
+        fsync_dir(self.path)
+        shutil.rmtree(trash, ignore_errors=True)
+
+    def _vdir(self, version: int) -> Path:
+        return self.path / version_dirname(version)
+
+
+class CorruptCheckpoint(Exception):
+    """Internal: one version failed verification (``load`` falls back or turns it into a FivectlError)."""
+
+
+def _is_milestone(version: int, milestone_every: int) -> bool:
+    return milestone_every > 0 and version % milestone_every == 0
+
+
+def _check_save_args(version: int, arrays: dict, attrs: dict) -> None:
+    if not isinstance(version, int) or isinstance(version, bool) or not 0 <= version < 10**8:
+        raise BadInput(f"checkpoint version must be an integer in [0, 1e8), got {version!r}")
+    if RESERVED_ATTR in attrs:
+        raise BadInput(f"checkpoint attribute {RESERVED_ATTR!r} is reserved")
+    try:
+        json.dumps(attrs, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise BadInput(f"checkpoint attributes must be plain JSON without NaN/inf: {e}") from None
+    for section, named in arrays.items():
+        for name in (section, *named):
+            if (
+                not isinstance(name, str)
+                or not name
+                or name in (".", "..")
+                or "/" in name
+                or name.startswith("__")
+            ):
+                raise BadInput(
+                    f"bad checkpoint array name {name!r} (no '/', not empty, not starting with '__')"
+                )
+        for name, value in named.items():
+            if np.asarray(value).dtype.kind not in "biufc":
+                raise BadInput(
+                    f"checkpoint array {section}/{name}: dtype {np.asarray(value).dtype} not numeric"
+                )
+
+
+def _read_group_attrs(vdir: Path) -> dict[str, Any]:
+    meta = json.loads((vdir / "zarr.json").read_text())
+    attrs = meta.get("attributes") if isinstance(meta, dict) else None
+    if not isinstance(attrs, dict):
+        raise ValueError("group has no attributes")
+    return attrs
+
+
+def _checked(key: str, a: np.ndarray, want: dict[str, Any]) -> np.ndarray:
+    if list(a.shape) != want["shape"] or a.dtype.str != want["dtype"]:
+        raise CorruptCheckpoint(f"{key}: shape/dtype {a.shape} {a.dtype.str} != manifest")
+    if array_digest(a) != want["digest"]:
+        raise CorruptCheckpoint(f"{key}: checksum mismatch")
+    return a
+
+
+# Zarr's async API lets the per-array metadata and chunk I/O of a group overlap: with a few hundred small arrays
+# (a state dict plus Adam moments) that is most of the time of a save or a load.
+
+
+def _run_async(coro: Any) -> Any:
+    from zarr.core.sync import sync
+
+    return sync(coro)
+
+
+async def _write_group(stage: Path, arrays: dict[str, dict[str, np.ndarray]], attrs: dict[str, Any]) -> None:
+    import asyncio
+
+    from zarr.api.asynchronous import open_group
+    from zarr.storage import LocalStore
+
+    group = await open_group(store=LocalStore(stage), mode="w", zarr_format=3)
+
+    async def write_one(sub: Any, name: str, value: np.ndarray) -> None:
+        a = np.asarray(value)
+        chunks = tuple(max(1, n) for n in a.shape)
+        z = await sub.create_array(name, shape=a.shape, dtype=a.dtype, chunks=chunks, config=_ZARR_CONFIG)
+        if a.size:
+            await z.setitem(Ellipsis, a)
+
+    subs = {section: await group.create_group(section) for section in arrays}
+    await asyncio.gather(
+        *(write_one(subs[section], name, a) for section, named in arrays.items() for name, a in named.items())
+    )
+    await group.update_attributes(attrs)
+
+
+async def _read_group(vdir: Path, keys: list[str]) -> dict[str, np.ndarray]:
+    import asyncio
+
+    from zarr.api.asynchronous import open_array
+    from zarr.storage import LocalStore
+
+    store = LocalStore(vdir, read_only=True)
+
+    async def read_one(key: str) -> np.ndarray:
+        try:
+            z = await open_array(store=store, path=key, mode="r", zarr_format=3)
+            return np.asarray(await z.getitem(Ellipsis)) if z.size else np.zeros(z.shape, dtype=z.dtype)
+        except Exception as e:  # noqa: BLE001 - a truncated chunk surfaces as a codec, key or value error
+            raise CorruptCheckpoint(f"{key}: unreadable ({type(e).__name__}: {e})") from None
+
+    values = await asyncio.gather(*(read_one(k) for k in keys))
+    return dict(zip(keys, values, strict=True))
+
+
+def _fsync_tree(root: Path) -> None:
+    """Make every file under ``root`` durable: one ``syncfs`` of its filesystem on Linux (hundreds of per-file
+    fsyncs cost seconds), else an fsync per file and directory."""
+    if _syncfs(root):
+        return
+    for dirpath, _dirnames, filenames in os.walk(root):
+        for fn in filenames:
+            fd = os.open(os.path.join(dirpath, fn), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync_dir(Path(dirpath))
+
+
+def _syncfs(path: Path) -> bool:
+    libc = _libc()
+    if libc is None:
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if libc.syncfs(fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(
+                err, os.strerror(err), str(path)
+            )  # a writeback error: the data did not reach the disk
+    finally:
+        os.close(fd)
+    return True
+
+
+@functools.cache
+def _libc() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc if hasattr(libc, "syncfs") else None
+    except OSError:
+        return None
+
+
+def _tree_bytes(root: Path) -> int:
+    total = 0
+    for dirpath, _dirnames, filenames in os.walk(root):
+        for fn in filenames:
+            try:
+                total += os.path.getsize(os.path.join(dirpath, fn))
+            except OSError:
+                pass
+    return total
+
+
+# -- torch state dicts <-> arrays + JSON ---------------------------------------------------------------------
+#
+# A state dict is a tree of dicts (any hashable keys: optimizer state is keyed by int), lists, tuples, tensors and
+# plain numbers. Tensors become arrays named by their path; the tree itself becomes JSON in which containers are
+# tagged ({"dict": [[key, value], ...]}, {"list": [...]}, {"tuple": [...]}) and leaves are JSON scalars, tensors
+# ({"tensor": name, "dtype": torch dtype}) or non-finite floats ({"float": "nan"}). Key types and order survive.
+
+
+def flatten_state(sd: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """A torch ``state_dict`` (model or optimizer) -> (arrays, JSON tree) such that ``unflatten_state`` rebuilds it
+    bitwise, including int keys, tuples and the module ``_metadata`` that ``load_state_dict`` reads."""
+    arrays: dict[str, np.ndarray] = {}
+    tree = _encode(sd, (), arrays)
+    meta: dict[str, Any] = {"format": FORMAT, "tree": tree}
+    module_meta = getattr(sd, "_metadata", None)
+    if module_meta is not None:
+        meta["module_metadata"] = _encode(dict(module_meta), (), {})
+    return arrays, meta
+
+
+def unflatten_state(arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Any:
+    """Inverse of ``flatten_state``: tensors come back as CPU torch tensors with their original dtype."""
+    sd = _decode(meta["tree"], arrays)
+    if "module_metadata" in meta:
+        sd = OrderedDict(sd)
+        sd._metadata = OrderedDict(_decode(meta["module_metadata"], {}))  # type: ignore[attr-defined]
+    return sd
+
+
+def _array_name(path: tuple[str, ...], arrays: dict[str, np.ndarray]) -> str:
+    base = ".".join(p.replace("/", "|") for p in path) or "value"
+    if base.startswith("__"):
+        base = "_" + base.lstrip("_")
+    name, n = base, 1
+    while name in arrays:
+        name, n = f"{base}#{n}", n + 1
+    return name
+
+
+def _encode(obj: Any, path: tuple[str, ...], arrays: dict[str, np.ndarray]) -> Any:
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        t = obj.detach().cpu().contiguous()
+        if t.dtype == torch.bfloat16:
+            a = t.view(torch.int16).numpy().copy()
+        else:
+            a = t.numpy().copy()
+        name = _array_name(path, arrays)
+        arrays[name] = a
+        return {"tensor": name, "dtype": str(t.dtype).removeprefix("torch.")}
+    if isinstance(obj, np.ndarray):
+        name = _array_name(path, arrays)
+        arrays[name] = obj.copy()
+        return {"ndarray": name}
+    if isinstance(obj, dict):
+        return {"dict": [[_encode_key(k), _encode(v, (*path, str(k)), arrays)] for k, v in obj.items()]}
+    if isinstance(obj, tuple):
+        return {"tuple": [_encode(v, (*path, str(i)), arrays) for i, v in enumerate(obj)]}
+    if isinstance(obj, list):
+        return {"list": [_encode(v, (*path, str(i)), arrays) for i, v in enumerate(obj)]}
+    if isinstance(obj, np.generic):
+        return {"npscalar": obj.item() if np.isfinite(obj) else repr(float(obj)), "dtype": obj.dtype.str}
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return {"float": repr(obj)}
+    if obj is None or isinstance(obj, bool | int | float | str):
+        return obj
+    raise BadInput(f"cannot store {type(obj).__name__} at {'.'.join(path) or '<root>'} in a checkpoint")
+
+
+def _encode_key(k: Any) -> Any:
+    if isinstance(k, bool) or not isinstance(k, int | str):
+        raise BadInput(f"state dict key {k!r}: only str and int keys can be stored")
+    return k
+
+
+def _decode(node: Any, arrays: dict[str, np.ndarray]) -> Any:
+    import torch
+
+    if not isinstance(node, dict):
+        return node
+    if "tensor" in node:
+        a = arrays[node["tensor"]]
+        dtype = getattr(torch, node["dtype"])
+        if dtype == torch.bfloat16:
+            return torch.from_numpy(np.array(a, dtype=np.int16)).view(torch.bfloat16)
+        return torch.from_numpy(np.array(a, copy=True))
+    if "ndarray" in node:
+        return np.array(arrays[node["ndarray"]], copy=True)
+    if "dict" in node:
+        return {k: _decode(v, arrays) for k, v in node["dict"]}
+    if "tuple" in node:
+        return tuple(_decode(v, arrays) for v in node["tuple"])
+    if "list" in node:
+        return [_decode(v, arrays) for v in node["list"]]
+    if "npscalar" in node:
+        v = node["npscalar"]
+        return np.dtype(node["dtype"]).type(float(v) if isinstance(v, str) else v)
+    if "float" in node:
+        return float(node["float"])
+    raise FivectlError(f"unknown state node {sorted(node)}")
+
+
+def iter_tensors(sd: Any) -> Iterator[Any]:
+    """Every tensor in a state dict tree (for tests and size reports)."""
+    import torch
+
+    if isinstance(sd, torch.Tensor):
+        yield sd
+    elif isinstance(sd, dict):
+        for v in sd.values():
+            yield from iter_tensors(v)
+    elif isinstance(sd, list | tuple):
+        for v in sd:
+            yield from iter_tensors(v)
+
+
+# -- RNG state ----------------------------------------------------------------------------------------------
+#
+# numpy's bit generator state holds 128-bit integers; they are written as decimal strings so that any JSON reader
+# (not only Python's) keeps them exact.
+
+
+def numpy_rng_state(gen: np.random.Generator) -> dict[str, Any]:
+    """JSON state of a numpy ``Generator`` (any bit generator)."""
+    return _ints_to_str(gen.bit_generator.state)
+
+
+def set_numpy_rng_state(gen: np.random.Generator, state: dict[str, Any]) -> None:
+    gen.bit_generator.state = _str_to_ints(state)
+
+
+def numpy_rng_from_state(state: dict[str, Any]) -> np.random.Generator:
+    name = state["bit_generator"]
+    bit_gen_cls = getattr(np.random, name, None)
+    if bit_gen_cls is None:
+        raise FivectlError(f"unknown numpy bit generator {name!r} in checkpoint")
+    gen = np.random.Generator(bit_gen_cls())
+    set_numpy_rng_state(gen, state)
+    return gen
+
+
+def torch_rng_state() -> np.ndarray:
+    """The torch CPU generator state as a uint8 array."""
+    import torch
+
+    return torch.get_rng_state().numpy().copy()
+
+
+def set_torch_rng_state(state: np.ndarray) -> None:
+    import torch
+
+    torch.set_rng_state(torch.from_numpy(np.asarray(state, dtype=np.uint8).copy()))
+
+
+def python_rng_state() -> dict[str, Any]:
+    """The state of Python's global ``random`` module as JSON."""
+    version, internal, gauss_next = random.getstate()
+    return {"version": version, "internal": list(internal), "gauss_next": gauss_next}
+
+
+def set_python_rng_state(state: dict[str, Any]) -> None:
+    random.setstate((state["version"], tuple(state["internal"]), state["gauss_next"]))
+
+
+def _ints_to_str(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _ints_to_str(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_ints_to_str(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return {"uint_array": [str(int(x)) for x in obj.ravel()], "dtype": obj.dtype.str}
+    if isinstance(obj, int | np.integer) and not isinstance(obj, bool):
+        return {"int": str(int(obj))}
+    return obj
+
+
+def _str_to_ints(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        if set(obj) == {"int"}:
+            return int(obj["int"])
+        if set(obj) == {"uint_array", "dtype"}:
+            return np.array([int(x) for x in obj["uint_array"]], dtype=np.dtype(obj["dtype"]))
+        return {k: _str_to_ints(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_str_to_ints(v) for v in obj]
+    return obj
+
+
+__all__ = [
+    "Checkpoint",
+    "CheckpointFallbackWarning",
+    "CheckpointInfo",
+    "CheckpointStore",
+    "flatten_state",
+    "iter_tensors",
+    "numpy_rng_from_state",
+    "numpy_rng_state",
+    "python_rng_state",
+    "set_numpy_rng_state",
+    "set_python_rng_state",
+    "set_torch_rng_state",
+    "torch_rng_state",
+    "unflatten_state",
+]

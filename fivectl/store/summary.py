@@ -1,0 +1,151 @@
+"""What ``fivectl runs show|plot`` report about one run: checkpoints plus the metrics log."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from fivectl.errors import BadInput, FivectlError
+from fivectl.store.checkpoint import CheckpointStore
+from fivectl.store.metrics import ITERATION, MetricsLog
+from fivectl.store.rundir import RunDir
+
+# metrics summarised from the last row (the trainer writes these, DESIGN.md §5-6)
+HEADLINE = ("samples", "samples_per_s", "staleness_mean", "sample_reuse")
+# learning curves in plot order; any other numeric column is plotted after these
+CURVES = (
+    "policy_loss",
+    "value_loss",
+    "entropy",
+    "approx_kl",
+    "clip_fraction",
+    "explained_variance",
+    "win_rate",
+    "game_seconds",
+    "samples_per_s",
+    "staleness_mean",
+    "sample_reuse",
+)
+NOT_CURVES = {ITERATION, "version", "samples", "time", "wall_seconds"}
+
+
+def run_summary(run: RunDir) -> dict[str, Any]:
+    """A JSON-ready summary: versions, samples, throughput, staleness, reuse, latest metrics, checkpoints."""
+    store = CheckpointStore(run.checkpoints_path)
+    milestone_every = _milestone_every(run)
+    checkpoints = [
+        {"version": i.version, "bytes": i.bytes, "milestone": i.milestone, **_ckpt_counters(store, i.version)}
+        for i in store.info(milestone_every)
+    ]
+    table = MetricsLog(run.metrics_path).read()
+    last = _last_row(table)
+    summary: dict[str, Any] = {
+        "path": str(run.path),
+        "name": run.meta.get("name", ""),
+        "schema_version": run.meta.get("schema_version"),
+        "fivectl_version": run.meta.get("fivectl_version"),
+        "latest_version": store.latest(),
+        "versions": [c["version"] for c in checkpoints],
+        "iterations": last.get(ITERATION, 0) if last else 0,
+    }
+    for key in HEADLINE:
+        summary[key] = last.get(key)
+    if summary["samples"] is None:
+        summary["samples"] = _samples_fallback(run, checkpoints)
+    summary["latest_metrics"] = last
+    summary["checkpoints"] = checkpoints
+    summary["lineage"] = run.meta.get("lineage", [])
+    return summary
+
+
+def plot_learning_curves(run: RunDir, out: Path | None = None) -> Path:
+    """Write a PNG grid of the learning curves (x: samples when logged, else iteration). Returns its path."""
+    table = MetricsLog(run.metrics_path).read()
+    if table.num_rows == 0:
+        raise BadInput(f"{run.path}: no metrics yet (nothing to plot)")
+    columns = _curve_columns(table)
+    if not columns:
+        raise BadInput(f"{run.path}: the metrics have no numeric curves to plot")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x_key = "samples" if "samples" in table.column_names and table["samples"].null_count == 0 else ITERATION
+    x = table[x_key].to_numpy(zero_copy_only=False)
+    ncols = min(3, len(columns))
+    nrows = math.ceil(len(columns) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 2.8 * nrows), squeeze=False)
+    for ax, name in zip(axes.flat, columns, strict=False):
+        y = (
+            table[name].cast(pa.float64()).to_numpy(zero_copy_only=False)
+        )  # nulls become NaN: gaps in the line
+        ax.plot(x, y, lw=1.2)
+        ax.set_title(name, fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.set_xlabel(x_key, fontsize=8)
+        ax.tick_params(labelsize=8)
+    for ax in list(axes.flat)[len(columns) :]:
+        ax.set_visible(False)
+    fig.suptitle(f"{run.meta.get('name') or run.path.name}: learning curves", fontsize=12)
+    fig.tight_layout()
+    out = Path(out) if out is not None else run.logs_path / "learning_curves.png"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=100)
+    except OSError as e:
+        raise FivectlError(f"cannot write {out}: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)
+    return out
+
+
+def _curve_columns(table: pa.Table) -> list[str]:
+    numeric = [
+        f.name
+        for f in table.schema
+        if (pa.types.is_floating(f.type) or pa.types.is_integer(f.type)) and f.name not in NOT_CURVES
+    ]
+    numeric = [n for n in numeric if table[n].null_count < table.num_rows]
+    first = [c for c in CURVES if c in numeric]
+    return first + sorted(c for c in numeric if c not in first)
+
+
+def _last_row(table: pa.Table) -> dict[str, Any]:
+    if table.num_rows == 0:
+        return {}
+    row = table.slice(table.num_rows - 1).to_pylist()[0]
+    return {k: _finite_or_none(v) for k, v in row.items()}
+
+
+def _finite_or_none(v: Any) -> Any:
+    # JSON has no NaN; a NaN metric (e.g. explained variance of a constant return) reads as "no value"
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+def _milestone_every(run: RunDir) -> int:
+    try:
+        return int(run.load_recipe().train.milestone_every)
+    except (BadInput, AttributeError):
+        return 0
+
+
+def _ckpt_counters(store: CheckpointStore, version: int) -> dict[str, Any]:
+    try:
+        attrs = store.load_attrs(version)
+    except FivectlError:
+        return {"readable": False}
+    return {k: attrs[k] for k in ("iteration", "samples") if isinstance(attrs.get(k), int | float)}
+
+
+def _samples_fallback(run: RunDir, checkpoints: list[dict[str, Any]]) -> Any:
+    for c in reversed(checkpoints):
+        if "samples" in c:
+            return c["samples"]
+    return run.meta.get("samples")
+
+
+__all__ = ["plot_learning_curves", "run_summary"]

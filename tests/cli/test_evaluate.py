@@ -1,0 +1,76 @@
+"""``fivectl evaluate match`` through the CLI: JSON output on the real game, bad input exits 2 with one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from typer.testing import CliRunner
+
+from fivectl.cli.evaluate import app as evaluate_app
+
+REPO = Path(__file__).resolve().parents[2]
+QUICKSTART = str(REPO / "recipes" / "quickstart.toml")
+runner = CliRunner()
+
+# The sub-app alone, mounted as `evaluate` (cli/main.py mounts it the same way).
+cli = typer.Typer()
+cli.add_typer(evaluate_app, name="evaluate")
+
+
+def invoke(*args: str):
+    return runner.invoke(cli, ["evaluate", "match", *args])
+
+
+def short_game(*args: str) -> list[str]:
+    return [*args, "--recipe", QUICKSTART, "--set", "game.time_limit_s=20"]
+
+
+def test_match_json_has_the_documented_keys():
+    result = invoke(*short_game("random", "bot:passive", "--games", "4", "--seed", "3", "--json"))
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    for key in ("a", "b", "games", "a_wins", "b_wins", "draws", "a_win_rate", "mean_game_seconds"):
+        assert key in data, key
+    for key in ("a_kills_mean", "b_kills_mean", "a_towers_mean", "b_towers_mean"):
+        assert key in data, key
+    assert (data["a"], data["b"], data["games"]) == ("random", "bot:passive", 4)
+    assert data["a_wins"] + data["b_wins"] + data["draws"] == 4
+    lo, hi = data["a_win_rate_ci95"]
+    assert 0.0 <= lo <= data["a_win_rate"] <= hi <= 1.0
+    assert 0.0 < data["mean_game_seconds"] <= 20.0 + 1.0
+
+
+def test_match_text_report():
+    result = invoke(*short_game("random", "random", "--games", "2"))
+    assert result.exit_code == 0, result.output
+    assert "win rate" in result.stdout and "random" in result.stdout
+
+
+def assert_bad_input(result, *needles: str):
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.strip().splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    for needle in needles:
+        assert needle in result.output, result.output
+
+
+def test_unknown_agent_is_bad_input_with_suggestion():
+    assert_bad_input(invoke("random", "bot:meduim", "--games", "2"), "bot:meduim", "bot:medium")
+    assert_bad_input(invoke("rnd", "random", "--games", "2"), "known agents")
+
+
+def test_missing_recipe_is_bad_input(tmp_path):
+    assert_bad_input(invoke("random", "random", "--recipe", str(tmp_path / "nope.toml")), "nope.toml")
+
+
+def test_bad_game_count_is_bad_input():
+    assert_bad_input(invoke("random", "random", "--games", "0"), "--games")
+    assert runner.invoke(cli, ["evaluate", "match", "random", "random", "--games", "many"]).exit_code == 2
+
+
+def test_impossible_game_section_is_bad_input():
+    assert_bad_input(
+        invoke("random", "random", "--recipe", QUICKSTART, "--set", "game.lanes=2"), "game.lanes"
+    )

@@ -1,0 +1,110 @@
+"""``fivectl runs list|show|plot`` over a fake run: RunDir + saved checkpoints + metrics."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from fivectl.cli.runs import app
+from fivectl.config import load_recipe
+from fivectl.store.checkpoint import CheckpointStore
+from fivectl.store.metrics import MetricsLog
+from fivectl.store.rundir import RunDir
+
+REPO = Path(__file__).resolve().parents[2]
+runner = CliRunner()
+
+
+def make_run(path: Path, versions: tuple[int, ...] = (10, 20), iterations: int = 20) -> RunDir:
+    run = RunDir.create(path, load_recipe(REPO / "recipes" / "quickstart.toml"))
+    store = CheckpointStore(run.checkpoints_path)
+    for v in versions:
+        store.save(v, {"model": {"w": np.full(8, v, np.float32)}}, {"iteration": v, "samples": 1000 * v})
+    MetricsLog(run.metrics_path).append(
+        [
+            {
+                "iteration": i,
+                "version": i,
+                "samples": 1000 * i,
+                "samples_per_s": 500.0 + i,
+                "staleness_mean": 0.5,
+                "sample_reuse": 1.25,
+                "policy_loss": 1.0 / i,
+                "value_loss": 2.0 / i,
+                "entropy": 3.0 - 0.01 * i,
+                "explained_variance": float("nan") if i == iterations else 0.1,
+                "win_rate": 0.5,
+            }
+            for i in range(1, iterations + 1)
+        ]
+    )
+    return run
+
+
+def test_show_json_has_the_contract_keys(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    result = runner.invoke(app, ["show", str(run.path), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["latest_version"] == 20 and data["versions"] == [10, 20]
+    assert data["samples"] == 20_000 and data["samples_per_s"] == 520.0 and data["iterations"] == 20
+    assert data["staleness_mean"] == 0.5 and data["sample_reuse"] == 1.25
+    assert data["latest_metrics"]["explained_variance"] is None  # NaN is not JSON
+    assert [c["iteration"] for c in data["checkpoints"]] == [10, 20]
+
+
+def test_show_table(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    result = runner.invoke(app, ["show", str(run.path)])
+    assert result.exit_code == 0, result.output
+    for text in ("latest version", "20,000", "policy_loss", "checkpoints", "KiB"):
+        assert text in result.stdout
+
+
+def test_show_a_run_without_checkpoints_says_none(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run", versions=(), iterations=0)
+    result = runner.invoke(app, ["show", str(run.path)])
+    assert result.exit_code == 0, result.output
+    assert "checkpoints: none yet" in result.stdout and "metrics: none yet" in result.stdout
+    data = json.loads(runner.invoke(app, ["show", str(run.path), "--json"]).stdout)
+    assert data["latest_version"] is None and data["versions"] == [] and data["iterations"] == 0
+
+
+def test_show_marks_an_unreadable_checkpoint(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    (run.checkpoints_path / "v00000020" / "zarr.json").write_text("{trunc")
+    data = json.loads(runner.invoke(app, ["show", str(run.path), "--json"]).stdout)
+    assert data["checkpoints"][-1]["readable"] is False
+
+
+@pytest.mark.parametrize("command", ["show", "plot"])
+def test_not_a_run_is_a_one_line_error_exit_2(tmp_path: Path, command: str) -> None:
+    result = runner.invoke(app, [command, str(tmp_path)])
+    assert result.exit_code == 2
+    assert "not a fivectl run" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_plot_writes_a_png(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    out = tmp_path / "curves.png"
+    result = runner.invoke(app, ["plot", str(run.path), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+    default = runner.invoke(app, ["plot", str(run.path)])
+    assert default.exit_code == 0 and (run.logs_path / "learning_curves.png").is_file()
+
+
+def test_plot_without_metrics_is_exit_2(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run", versions=(), iterations=0)
+    result = runner.invoke(app, ["plot", str(run.path)])
+    assert result.exit_code == 2 and "no metrics yet" in result.output
+
+
+def test_list_still_works(tmp_path: Path) -> None:
+    make_run(tmp_path / "a")
+    result = runner.invoke(app, ["list", str(tmp_path), "--json"])
+    assert result.exit_code == 0 and json.loads(result.stdout)[0]["path"].endswith("a")

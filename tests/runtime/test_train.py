@@ -1,0 +1,83 @@
+"""End-to-end training in serial mode: checkpoints, metrics, resume, refusals."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from typer.testing import CliRunner
+
+from fivectl.cli.main import app
+from fivectl.store.checkpoint import CheckpointStore
+from fivectl.store.metrics import MetricsLog
+from fivectl.store.rollouts import read_rollouts
+
+runner = CliRunner()
+
+
+def train(*args: str):
+    return runner.invoke(app, ["train", *args, "--json"])
+
+
+def test_serial_train_writes_checkpoints_metrics_and_rollouts(tiny_recipe, tmp_path):
+    run = tmp_path / "run"
+    result = train(str(tiny_recipe), "--run", str(run), "--workers", "0", "--max-samples", "400")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["stop_reason"] == "max_samples" and summary["samples"] >= 400
+    store = CheckpointStore(run / "checkpoints.zarr")
+    assert store.latest() == summary["version"] > 0
+    ckpt = store.load()
+    assert ckpt.attrs["schema_version"] == 1 and ckpt.attrs["counters"]["samples"] == summary["samples"]
+    table = MetricsLog(run / "metrics").read()
+    iterations = table.column("iteration").to_pylist()
+    assert iterations == list(range(1, summary["iterations"] + 1))
+    for column in ("policy_loss", "value_loss", "entropy", "samples_per_s", "staleness_mean", "sample_reuse"):
+        assert column in table.column_names
+    assert np.isfinite(table.column("policy_loss").to_numpy()).all()
+    fragments = list(read_rollouts(run / "rollouts"))
+    assert fragments and fragments[0].schema_version == 1
+
+
+def test_resume_continues_without_gaps(tiny_recipe, tmp_path):
+    run = tmp_path / "run"
+    first = json.loads(train(str(tiny_recipe), "--run", str(run), "--max-samples", "200").stdout)
+    again = train("--run", str(run), "--resume", "--max-samples", "500")
+    assert again.exit_code == 0, again.output
+    second = json.loads(again.stdout)
+    assert second["version"] > first["version"] and second["samples"] >= 500
+    iterations = MetricsLog(run / "metrics").read().column("iteration").to_pylist()
+    assert iterations == list(range(1, second["iterations"] + 1))
+
+
+def test_resume_refuses_another_model_or_schema(tiny_recipe, tmp_path):
+    run = tmp_path / "run"
+    assert train(str(tiny_recipe), "--run", str(run), "--max-samples", "100").exit_code == 0
+    wider = train("--run", str(run), "--resume", "--set", "model.lstm_size=32")
+    assert wider.exit_code == 2
+    assert "lstm_size: 16 -> 32" in wider.stderr and "surgery" in wider.stderr
+    schema = train("--run", str(run), "--resume", "--set", "model.schema_version=2")
+    assert schema.exit_code == 2 and "v2" in schema.stderr
+
+
+def test_starting_over_an_existing_run_is_refused(tiny_recipe, tmp_path):
+    run = tmp_path / "run"
+    assert train(str(tiny_recipe), "--run", str(run), "--max-samples", "50").exit_code == 0
+    before = CheckpointStore(run / "checkpoints.zarr").versions()
+    again = train(str(tiny_recipe), "--run", str(run), "--max-samples", "50")
+    assert again.exit_code == 2 and "--resume" in again.stderr
+    assert CheckpointStore(run / "checkpoints.zarr").versions() == before
+
+
+def test_bad_inputs(tiny_recipe, tmp_path):
+    assert train(str(tmp_path / "missing.toml"), "--run", str(tmp_path / "r")).exit_code == 2
+    assert train("--run", str(tmp_path / "nothing"), "--resume").exit_code == 2
+    bad = train(str(tiny_recipe), "--run", str(tmp_path / "r2"), "--set", "train.fragment_length=12")
+    assert bad.exit_code == 2 and "multiple of train.bptt" in bad.stderr
+    assert not (tmp_path / "r2").exists()
+    import torch
+
+    if not torch.cuda.is_available():
+        cuda = train(str(tiny_recipe), "--run", str(tmp_path / "r3"), "--device", "cuda")
+        assert cuda.exit_code == 2 and "no CUDA device" in cuda.stderr
+        assert not (tmp_path / "r3").exists()

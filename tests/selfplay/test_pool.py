@@ -1,0 +1,223 @@
+import json
+import math
+
+import numpy as np
+import pytest
+
+from fivectl.config import SelfPlayConfig
+from fivectl.errors import BadInput
+from fivectl.selfplay import LATEST, LATEST_ID, OpponentPool
+
+
+def make_pool(**kw) -> OpponentPool:
+    return OpponentPool(SelfPlayConfig(**kw))
+
+
+def filled_pool(n: int, **kw) -> OpponentPool:
+    pool = make_pool(**kw)
+    for v in range(n):
+        pool.add(v)
+    return pool
+
+
+def test_empty_pool_plays_only_latest():
+    pool = make_pool()
+    rng = np.random.default_rng(0)
+    assert (pool.assign(50, rng) == LATEST_ID).all()
+    assert pool.sample_opponent(rng) == LATEST
+
+
+def test_latest_fraction_and_softmax_sampling():
+    pool = filled_pool(3)
+    pool._q = [0.0, math.log(2.0), math.log(5.0)]  # p = [1, 2, 5] / 8
+    opponents = pool.assign(200_000, np.random.default_rng(1))
+    latest = opponents == LATEST_ID
+    assert abs(latest.mean() - 0.8) < 0.005
+    past = opponents[~latest]
+    freq = np.bincount(past, minlength=3) / past.size
+    np.testing.assert_allclose(freq, [1 / 8, 2 / 8, 5 / 8], atol=0.01)
+
+
+def test_latest_fraction_is_a_recipe_setting():
+    pool = filled_pool(2, latest_fraction=0.0)
+    assert (pool.assign(100, np.random.default_rng(2)) != LATEST_ID).all()
+    pool = filled_pool(2, latest_fraction=1.0)
+    assert (pool.assign(100, np.random.default_rng(2)) == LATEST_ID).all()
+
+
+def test_sample_opponent_returns_version_or_latest():
+    pool = filled_pool(1, latest_fraction=0.5)
+    seen = {pool.sample_opponent(np.random.default_rng(s)) for s in range(40)}
+    assert seen == {0, LATEST}
+
+
+def test_reassign_changes_opponents_only_for_games_that_ended():
+    pool = filled_pool(5, latest_fraction=0.0)
+    rng = np.random.default_rng(6)
+    opponents = pool.assign(64, rng)
+    for _ in range(20):
+        ended = rng.random(64) < 0.3
+        new = pool.reassign(opponents, ended, rng)
+        np.testing.assert_array_equal(new[~ended], opponents[~ended])
+        assert np.isin(new, pool.versions).all()
+        opponents = new
+    with pytest.raises(BadInput):
+        pool.reassign(opponents, np.ones(3, dtype=bool), rng)
+
+
+def test_versions_join_every_add_every_iterations_with_max_q():
+    pool = make_pool(add_every=10)
+    added = [it for it in range(0, 35) if pool.maybe_add(version=100 + it, iteration=it)]
+    assert added == [0, 10, 20, 30]
+    assert pool.versions == (100, 110, 120, 130)
+    assert pool.q.tolist() == [0.0, 0.0, 0.0, 0.0]
+    pool._q = [-1.0, 0.5, -3.0, 0.2]
+    assert pool.maybe_add(version=140, iteration=40)
+    assert pool.q[-1] == 0.5
+
+
+def test_same_version_is_not_added_twice():
+    pool = make_pool(add_every=1)
+    assert pool.maybe_add(7, 0)
+    assert not pool.maybe_add(7, 1)
+    assert pool.versions == (7,)
+
+
+def test_win_lowers_quality_by_eta_over_n_p():
+    pool = filled_pool(4, eta=0.01)
+    pool._q = [0.0, 1.0, 0.0, -1.0]
+    p = pool.probabilities()
+    pool.record_result(1, agent_won=True)
+    expected = [0.0, 1.0 - 0.01 / (4 * p[1]), 0.0, -1.0]
+    np.testing.assert_allclose(pool.q, expected, rtol=0, atol=1e-15)
+
+
+def test_loss_draw_and_latest_games_leave_q_unchanged():
+    pool = filled_pool(3)
+    before = pool.q.copy()
+    pool.record_result(2, agent_won=False)
+    pool.record_result(LATEST, agent_won=True)
+    pool.record_result(LATEST_ID, agent_won=True)
+    np.testing.assert_array_equal(pool.q, before)
+    m = pool.metrics()
+    assert m["pool_past_games"] == 1 and m["pool_past_win_rate"] == 0.0
+
+
+def test_expected_update_is_uniform_across_opponents():
+    # Sampling i with p_i and applying eta/(N p_i) on every win moves each q by eta/N in expectation:
+    # an opponent that is always beaten loses quality at the same rate however rarely it is drawn.
+    pool = filled_pool(3, latest_fraction=0.0, eta=0.01)
+    pool._q = [0.0, 2.0, -2.0]
+    rng = np.random.default_rng(3)
+    start = pool.q.copy()
+    n_games = 3000
+    for _ in range(n_games):
+        opponent = pool.sample_opponent(rng)
+        pool.record_result(opponent, agent_won=True)
+    drops = start - pool.q
+    np.testing.assert_allclose(drops, n_games * 0.01 / 3, rtol=0.15)
+
+
+def test_beaten_opponents_lose_probability_to_unbeaten_ones():
+    pool = filled_pool(5, latest_fraction=0.0)
+    rng = np.random.default_rng(4)
+    strong = 4  # the newest version: the agent never beats it
+    for _ in range(3000):
+        opponent = pool.sample_opponent(rng)
+        pool.record_result(opponent, agent_won=opponent != strong)
+    p = pool.probabilities()
+    assert p.argmax() == strong and p[strong] > 0.5
+
+
+def test_record_results_matches_sequential_calls():
+    a, b = filled_pool(4), filled_pool(4)
+    opponents = np.array([0, 1, LATEST_ID, 1, 3, 2])
+    won = np.array([True, True, True, False, True, True])
+    a.record_results(opponents, won)
+    for o, w in zip(opponents, won, strict=True):
+        b.record_result(int(o), bool(w))
+    assert a.state_dict() == b.state_dict()
+    with pytest.raises(BadInput):
+        a.record_results([0, 1], [True])
+
+
+def test_max_pool_drops_oldest():
+    pool = make_pool(add_every=1, max_pool=3)
+    for it in range(6):
+        pool.maybe_add(it, it)
+    assert pool.versions == (3, 4, 5)
+    assert len(pool.q) == 3
+
+
+def test_result_for_dropped_opponent_counts_but_changes_no_q():
+    pool = make_pool(add_every=1, max_pool=2)
+    for v in range(3):
+        pool.add(v)
+    before = pool.q.copy()
+    pool.record_result(0, agent_won=True)
+    np.testing.assert_array_equal(pool.q, before)
+    assert pool.metrics()["pool_past_win_rate"] == 1.0
+
+
+def test_metrics():
+    pool = make_pool()
+    m = pool.metrics()
+    assert m["pool_size"] == 0 and math.isnan(m["pool_q_max"]) and math.isnan(m["pool_past_win_rate"])
+    pool = filled_pool(4)
+    m = pool.metrics()
+    assert m["pool_size"] == 4
+    assert m["pool_p_entropy"] == pytest.approx(math.log(4))
+    pool._q = [-2.0, 0.0, 1.0, 1.0]
+    for won in (True, False, True, True):
+        pool.record_result(0, won)
+    m = pool.metrics()
+    assert (m["pool_q_max"], m["pool_q_mean"]) == (1.0, pytest.approx(pool.q.mean()))
+    assert m["pool_q_min"] < -2.0  # three wins against version 0
+    assert m["pool_past_win_rate"] == 0.75 and m["pool_past_win_rate_recent"] == 0.75
+    assert m["pool_p_entropy"] < math.log(4)
+
+
+def test_state_round_trips_through_json_and_resume_is_exact():
+    cfg = dict(add_every=2, max_pool=5)
+    pool = make_pool(**cfg)
+    rng = np.random.default_rng(5)
+    for it in range(12):
+        pool.maybe_add(it, it)
+        opponents = pool.assign(8, rng)
+        pool.record_results(opponents, rng.random(8) < 0.7)
+    saved = json.loads(json.dumps(pool.state_dict()))
+    rng_state = rng.bit_generator.state
+
+    resumed = make_pool(**cfg)
+    resumed.load_state_dict(saved)
+    assert resumed.state_dict() == pool.state_dict()
+    assert resumed.metrics() == pytest.approx(pool.metrics(), nan_ok=True)
+
+    rng2 = np.random.default_rng()
+    rng2.bit_generator.state = rng_state
+    for it in range(12, 20):
+        for p, r in ((pool, rng), (resumed, rng2)):
+            p.maybe_add(it, it)
+            p.record_results(p.assign(8, r), r.random(8) < 0.7)
+    assert resumed.state_dict() == pool.state_dict()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        None,
+        {"format": 99},
+        {"format": 1, "versions": [1, 2], "q": [0.0], "past_games": 0, "past_wins": 0, "recent": []},
+        {"format": 1, "versions": [1, 1], "q": [0.0, 0.0], "past_games": 0, "past_wins": 0, "recent": []},
+        {"format": 1, "versions": [1], "q": ["x"], "past_games": 0, "past_wins": 0, "recent": []},
+        {"format": 1, "versions": [1], "q": [float("nan")], "past_games": 0, "past_wins": 0, "recent": []},
+        {"format": 1, "versions": [1], "q": [0.0], "past_games": 1, "past_wins": 2, "recent": []},
+        {"format": 1, "versions": [1], "q": [0.0]},
+    ],
+)
+def test_malformed_state_is_bad_input_and_changes_nothing(bad):
+    pool = filled_pool(2)
+    before = pool.state_dict()
+    with pytest.raises(BadInput, match="opponent pool state"):
+        pool.load_state_dict(bad)
+    assert pool.state_dict() == before

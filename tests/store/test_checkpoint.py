@@ -1,0 +1,422 @@
+"""Checkpoint store: round trips, atomic publish, corruption fallback, kill -9, prune, disk errors."""
+
+from __future__ import annotations
+
+import errno
+import os
+import random
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from fivectl.errors import BadInput, FivectlError, RunFailed
+from fivectl.store import checkpoint as ck
+from fivectl.store.checkpoint import (
+    CheckpointFallbackWarning,
+    CheckpointStore,
+    flatten_state,
+    numpy_rng_from_state,
+    numpy_rng_state,
+    python_rng_state,
+    set_numpy_rng_state,
+    set_python_rng_state,
+    set_torch_rng_state,
+    torch_rng_state,
+    unflatten_state,
+)
+
+
+def arrays_for(version: int) -> dict[str, dict[str, np.ndarray]]:
+    return {
+        "model": {
+            "enc.weight": np.full((4, 3), version, np.float32),
+            "enc.bias": np.arange(3, dtype=np.float64) + version,
+        },
+        "counters": {"steps": np.array(version, np.int64), "flags": np.array([True, False, True])},
+        "empty": {"none": np.zeros((0, 5), np.float32)},
+    }
+
+
+def save(store: CheckpointStore, version: int) -> None:
+    store.save(version, arrays_for(version), {"iteration": version, "nested": {"t": (1, 2)}})
+
+
+def assert_is_version(ckpt: ck.Checkpoint, version: int) -> None:
+    want = arrays_for(version)
+    assert ckpt.version == version
+    assert ckpt.attrs == {"iteration": version, "nested": {"t": [1, 2]}}
+    for section, named in want.items():
+        assert set(ckpt.arrays[section]) == set(named)
+        for name, a in named.items():
+            got = ckpt.arrays[section][name]
+            assert got.dtype == a.dtype and got.shape == a.shape
+            np.testing.assert_array_equal(got, a)
+
+
+def test_save_load_round_trip_and_listing(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path / "c.zarr")
+    assert store.versions() == [] and store.latest() is None
+    for v in (10, 20, 30):
+        save(store, v)
+    assert store.versions() == [10, 20, 30]
+    assert store.latest() == 30 and store.pointer()["version"] == 30
+    assert_is_version(store.load(), 30)
+    assert_is_version(store.load(20), 20)
+    assert store.load_attrs(10)["iteration"] == 10
+    with pytest.raises(BadInput, match="no checkpoint version 15"):
+        store.load(15)
+
+
+def test_the_store_is_a_valid_zarr_hierarchy(tmp_path: Path) -> None:
+    import zarr
+
+    store = CheckpointStore(tmp_path / "c.zarr")
+    save(store, 1)
+    root = zarr.open_group(store.path, mode="r")
+    assert "v00000001" in set(root.group_keys())
+    np.testing.assert_array_equal(root["v00000001/model/enc.weight"][...], np.full((4, 3), 1, np.float32))
+
+
+def test_load_without_checkpoint_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="no checkpoint has been published"):
+        CheckpointStore(tmp_path / "c.zarr").load()
+
+
+def test_crash_between_staging_and_rename_keeps_previous(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = CheckpointStore(tmp_path / "c.zarr")
+    save(store, 1)
+
+    def crash(self: CheckpointStore, stage: Path, version: int) -> None:
+        raise KeyboardInterrupt  # a signal in the worst place: after staging, before the rename
+
+    monkeypatch.setattr(CheckpointStore, "_publish", crash)
+    with pytest.raises(KeyboardInterrupt):
+        save(store, 2)
+    monkeypatch.undo()
+    assert store.versions() == [1]
+    assert_is_version(store.load(), 1)
+    assert store.delete_staging() == 1
+    assert [p.name for p in (store.path / ".staging").iterdir()] == ["zarr.json"]
+    save(store, 2)
+    assert_is_version(store.load(), 2)
+
+
+def test_crash_before_pointer_update_still_loads_the_renamed_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = CheckpointStore(tmp_path / "c.zarr")
+    save(store, 1)
+    monkeypatch.setattr(
+        CheckpointStore, "_write_pointer", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt)
+    )
+    with pytest.raises(KeyboardInterrupt):
+        save(store, 2)
+    monkeypatch.undo()
+    assert store.pointer()["version"] == 1
+    assert_is_version(store.load(), 2)  # complete and fsynced before the rename: it is published
+
+
+def chunk_file(store: CheckpointStore, version: int, section: str, name: str) -> Path:
+    files = [p for p in (store.path / f"v{version:08d}" / section / name / "c").rglob("*") if p.is_file()]
+    assert len(files) == 1
+    return files[0]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "delete", "attrs"])
+def test_corrupt_latest_falls_back_with_a_warning(tmp_path: Path, damage: str) -> None:
+    store = CheckpointStore(tmp_path / "c.zarr")
+    save(store, 1)
+    save(store, 2)
+    chunk = chunk_file(store, 2, "model", "enc.weight")
+    if damage == "truncate":
+        os.truncate(chunk, chunk.stat().st_size // 2)
+    elif damage == "flip":
+        data = bytearray(chunk.read_bytes())
+        data[-3] ^= 0xFF
+        chunk.write_bytes(bytes(data))
+    elif damage == "delete":
+        chunk.unlink()
+    else:
+        meta = store.path / "v00000002" / "zarr.json"
+        meta.write_text(meta.read_text().replace('"iteration": 2', '"iteration": 7'))
+    with pytest.warns(CheckpointFallbackWarning, match="v2"):
+        ckpt = store.load()
+    assert_is_version(ckpt, 1)
+    assert ckpt.fell_back and ckpt.skipped[0][0] == 2
+    with pytest.raises(FivectlError, match="v2 is corrupt"):
+        store.load(2)
+
+
+def test_truncated_group_metadata_falls_back(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path / "c.zarr")
+    save(store, 1)
+    save(store, 2)
+    meta = store.path / "v00000002" / "zarr.json"
+    os.truncate(meta, 10)
+    with pytest.warns(CheckpointFallbackWarning):
+        assert store.load().version == 1
+    assert store.discard_after(1) == [2]
+    assert store.versions() == [1] and store.pointer()["version"] == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_is_version(store.load(), 1)
+
+
+def test_every_version_corrupt_is_an_error(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path / "c.zarr")
+    save(store, 1)
+    os.truncate(store.path / "v00000001" / "zarr.json", 3)
+    with pytest.raises(FivectlError, match="every checkpoint is corrupt"):
+        store.load()
+
+
+def test_resaving_an_existing_version_replaces_it(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path / "c.zarr")
+    save(store, 3)
+    store.save(3, arrays_for(4), {"iteration": 3, "nested": {"t": [1, 2]}})
+    ckpt = store.load()
+    assert ckpt.version == 3
+    np.testing.assert_array_equal(ckpt.arrays["model"]["enc.weight"], np.full((4, 3), 4, np.float32))
+
+
+def test_prune_keeps_last_k_and_milestones(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path / "c.zarr")
+    for v in range(10, 130, 10):
+        store.save(v, {"m": {"x": np.array([v])}}, {})
+    deleted = store.prune(keep_last=3, milestone_every=50)
+    assert store.versions() == [50, 100, 110, 120]
+    assert deleted == [10, 20, 30, 40, 60, 70, 80, 90]
+    assert store.prune(keep_last=1) == [50, 100, 110]
+    assert store.versions() == [120] and store.load().version == 120
+    assert [i.milestone for i in store.info(milestone_every=40)] == [True]
+
+
+def test_bad_arguments_are_rejected(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path / "c.zarr")
+    with pytest.raises(BadInput, match="NaN"):
+        store.save(1, {}, {"x": float("nan")})
+    with pytest.raises(BadInput, match="bad checkpoint array name"):
+        store.save(1, {"m": {"a/b": np.zeros(1)}}, {})
+    with pytest.raises(BadInput, match="reserved"):
+        store.save(1, {}, {"fivectl_checkpoint": 1})
+    assert store.versions() == []
+
+
+def test_disk_full_is_a_clear_error_and_keeps_the_previous(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = CheckpointStore(tmp_path / "c.zarr")
+    save(store, 1)
+
+    def no_space(path: Path) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(ck, "_fsync_tree", no_space)
+    with pytest.raises(RunFailed, match="cannot write checkpoint v2 .*No space left on device"):
+        save(store, 2)
+    monkeypatch.undo()
+    assert store.versions() == [1]
+    assert store.delete_staging() == 0  # the failed stage was cleaned up
+    assert_is_version(store.load(), 1)
+
+
+READ_ONLY_SAVE = """
+import os, sys
+import numpy as np
+from fivectl.errors import RunFailed
+from fivectl.store.checkpoint import CheckpointStore
+if os.geteuid() == 0:
+    # root ignores permissions: drop to nobody so the directory really is read-only, after a save elsewhere has
+    # imported every module (nobody may not be able to read the interpreter's install)
+    CheckpointStore(sys.argv[2]).save(1, {"m": {"x": np.zeros(3)}}, {})
+    os.setuid(65534)
+try:
+    CheckpointStore(sys.argv[1]).save(2, {"m": {"x": np.zeros(3)}}, {})
+except RunFailed as e:
+    print(e)
+    sys.exit(3)
+"""
+
+
+def test_read_only_directory_is_a_clear_error_and_keeps_the_previous(tmp_path: Path) -> None:
+    root = Path(os.environ.get("TMPDIR", "/tmp")) / f"fivectl-ro-{os.getpid()}-{random.randrange(1 << 30)}"
+    root.mkdir()
+    try:
+        store = CheckpointStore(root / "c.zarr")
+        store.save(1, {"m": {"x": np.ones(3)}}, {})
+        for d in (root, store.path, store.path / ".staging"):
+            d.chmod(0o555)
+        proc = subprocess.run(
+            [sys.executable, "-c", READ_ONLY_SAVE, str(store.path), str(tmp_path / "warm.zarr")],
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 3, proc.stderr
+        assert "cannot write checkpoint v2" in proc.stdout and "Permission denied" in proc.stdout
+        assert len(proc.stdout.strip().splitlines()) == 1
+        assert store.versions() == [1]
+        np.testing.assert_array_equal(store.load().arrays["m"]["x"], np.ones(3))
+    finally:
+        for d in (root, root / "c.zarr", root / "c.zarr" / ".staging"):
+            if d.exists():
+                d.chmod(0o755)
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
+
+
+SAVE_LOOP = """
+import sys
+import numpy as np
+from fivectl.store.checkpoint import CheckpointStore
+store = CheckpointStore(sys.argv[1])
+v = 0
+while True:
+    v += 1
+    arrays = {"model": {f"w{i}": np.full((64, 64), v, np.float32) for i in range(8)}, "rng": {"s": np.array([v])}}
+    store.save(v, arrays, {"iteration": v})
+    store.prune(keep_last=2, milestone_every=5)
+    print(v, flush=True)
+"""
+
+
+def test_kill_9_while_saving_leaves_a_loadable_store(tmp_path: Path) -> None:
+    rng = random.Random(1234)
+    for trial in range(3):
+        path = tmp_path / f"c{trial}.zarr"
+        proc = subprocess.Popen(
+            [sys.executable, "-c", SAVE_LOOP, str(path)], stdout=subprocess.PIPE, text=True
+        )
+        assert proc.stdout is not None
+        proc.stdout.readline()  # at least one version is published
+        time.sleep(rng.uniform(0.0, 0.4))
+        proc.kill()
+        proc.wait()
+        store = CheckpointStore(path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a killed save never leaves a corrupt published version
+            ckpt = store.load()
+        v = ckpt.version
+        assert ckpt.attrs == {"iteration": v}
+        assert all((a == v).all() for a in ckpt.arrays["model"].values())
+        store.delete_staging()
+        assert not [p for p in (path / ".staging").iterdir() if p.name != "zarr.json"]
+        store.save(v + 1, ckpt.arrays, {"iteration": v + 1})
+        assert store.load().version == v + 1
+
+
+# -- torch state dicts and RNG ------------------------------------------------------------------------------
+
+
+def tiny_training_setup(seed: int) -> tuple[torch.nn.Module, torch.optim.Adam]:
+    torch.manual_seed(seed)
+    net = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.LayerNorm(8), torch.nn.Linear(8, 2))
+    opt = torch.optim.Adam(net.parameters(), lr=3e-3, betas=(0.9, 0.99), eps=1e-6)
+    return net, opt
+
+
+def train_steps(net: torch.nn.Module, opt: torch.optim.Adam, n: int) -> None:
+    for _ in range(n):
+        x = torch.randn(16, 5)
+        loss = net(x).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+def test_adam_resume_through_the_store_is_bitwise_exact(tmp_path: Path) -> None:
+    net, opt = tiny_training_setup(0)
+    train_steps(net, opt, 3)
+    model_arrays, model_meta = flatten_state(net.state_dict())
+    opt_arrays, opt_meta = flatten_state(opt.state_dict())
+    store = CheckpointStore(tmp_path / "c.zarr")
+    store.save(
+        3,
+        {"model": model_arrays, "optimizer": opt_arrays, "rng": {"torch": torch_rng_state()}},
+        {"model_state": model_meta, "optimizer_state": opt_meta},
+    )
+    train_steps(net, opt, 4)  # the uninterrupted run
+    reference = [p.detach().clone() for p in net.parameters()]
+
+    ckpt = store.load()
+    net2, opt2 = tiny_training_setup(99)  # different init: everything must come from the checkpoint
+    net2.load_state_dict(unflatten_state(ckpt.arrays["model"], ckpt.attrs["model_state"]))
+    sd = unflatten_state(ckpt.arrays["optimizer"], ckpt.attrs["optimizer_state"])
+    assert sd["param_groups"][0]["betas"] == (0.9, 0.99) and isinstance(next(iter(sd["state"])), int)
+    opt2.load_state_dict(sd)
+    set_torch_rng_state(ckpt.arrays["rng"]["torch"])
+    train_steps(net2, opt2, 4)
+    for a, b in zip(reference, net2.parameters(), strict=True):
+        assert torch.equal(a, b.detach())
+
+
+def test_flatten_state_round_trips_types_keys_and_metadata() -> None:
+    net = torch.nn.BatchNorm1d(3)
+    sd = net.state_dict()
+    odd = {
+        "state": {0: {"step": torch.tensor(5.0), "bf": torch.ones(2, dtype=torch.bfloat16) * 1.5}},
+        "groups": [{"betas": (0.9, 0.999), "lr": float("inf"), "name": "x", "fused": None, "n": 3}],
+        "np": np.arange(4, dtype=np.int16),
+        "scalar": np.float32(2.5),
+    }
+    for original in (sd, odd):
+        arrays, meta = flatten_state(original)
+        assert all(isinstance(a, np.ndarray) for a in arrays.values())
+        back = unflatten_state(arrays, meta)
+        assert_same_tree(original, back)
+    back = unflatten_state(*flatten_state(sd))
+    assert back._metadata == sd._metadata  # load_state_dict reads module versions from here
+    net.load_state_dict(back)
+
+
+def assert_same_tree(a: object, b: object) -> None:
+    assert type(a) is type(b) or (isinstance(a, dict) and isinstance(b, dict)), (type(a), type(b))
+    if isinstance(a, torch.Tensor):
+        assert a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    elif isinstance(a, dict):
+        assert list(a) == list(b)
+        for k in a:
+            assert_same_tree(a[k], b[k])
+    elif isinstance(a, list | tuple):
+        assert len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            assert_same_tree(x, y)
+    else:
+        assert a == b and type(a) is type(b)
+
+
+def test_rng_states_restore_exactly(tmp_path: Path) -> None:
+    gen = np.random.default_rng(7)
+    gen.random(3)
+    np_state = numpy_rng_state(gen)
+    torch.manual_seed(3)
+    t_state = torch_rng_state()
+    random.seed(5)
+    py_state = python_rng_state()
+    store = CheckpointStore(tmp_path / "c.zarr")
+    store.save(1, {"rng": {"torch": t_state}}, {"numpy": np_state, "python": py_state})
+    want = (gen.random(4), torch.rand(4), [random.random() for _ in range(4)])
+
+    ckpt = store.load()
+    gen2 = numpy_rng_from_state(ckpt.attrs["numpy"])
+    other = np.random.default_rng(0)
+    set_numpy_rng_state(other, ckpt.attrs["numpy"])
+    set_torch_rng_state(ckpt.arrays["rng"]["torch"])
+    set_python_rng_state(ckpt.attrs["python"])
+    np.testing.assert_array_equal(gen2.random(4), want[0])
+    np.testing.assert_array_equal(other.random(4), want[0])
+    assert torch.equal(torch.rand(4), want[1])
+    assert [random.random() for _ in range(4)] == want[2]
+    mt = np.random.Generator(np.random.MT19937(1))
+    mt_state = numpy_rng_state(mt)
+    assert numpy_rng_from_state(mt_state).integers(1 << 30) == mt.integers(1 << 30)
