@@ -61,7 +61,10 @@ def handle_errors(fn: Callable) -> Callable:
         except Exception as e:  # noqa: BLE001 - the last line of defence: no traceback without FIVECTL_DEBUG
             if debug_enabled():
                 raise
-            fail(f"internal error: {type(e).__name__}: {e} (set FIVECTL_DEBUG=1 for the traceback)", EXIT_FAILED)
+            fail(
+                f"internal error: {type(e).__name__}: {e} (set FIVECTL_DEBUG=1 for the traceback)",
+                EXIT_FAILED,
+            )
 
     return wrapper
 
@@ -84,4 +87,12 @@ def _json_default(o: Any) -> Any:
     return str(o)
 
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "err_console", "fail", "handle_errors", "out_console", "print_json"]
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_FAILED",
+    "err_console",
+    "fail",
+    "handle_errors",
+    "out_console",
+    "print_json",
+]

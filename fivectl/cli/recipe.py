@@ -17,7 +17,9 @@ from fivectl.config.fields import Schedule
 app = typer.Typer(help="Inspect and validate TOML recipes.", no_args_is_help=True)
 
 RecipeArg = Annotated[Path, typer.Argument(help="A TOML recipe, e.g. recipes/quickstart.toml.")]
-SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override a key: --set train.learning_rate=1e-4.")]
+SetOpt = Annotated[
+    list[str] | None, typer.Option("--set", help="Override a key: --set train.learning_rate=1e-4.")
+]
 
 
 @app.command("show")

@@ -14,22 +14,40 @@ from fivectl.errors import BadInput
 
 @handle_errors
 def train(
-    recipe: Annotated[Path | None, typer.Argument(help="TOML recipe (optional with --resume: the run's own).")] = None,
-    run: Annotated[Path | None, typer.Option("--run", help="Run directory (default runs/NAME-TIMESTAMP).")] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue the run from its last published checkpoint.")] = False,
-    workers: Annotated[int | None, typer.Option("--workers", help="Rollout worker processes; 0 = serial mode.")] = None,
+    recipe: Annotated[
+        Path | None, typer.Argument(help="TOML recipe (optional with --resume: the run's own).")
+    ] = None,
+    run: Annotated[
+        Path | None, typer.Option("--run", help="Run directory (default runs/NAME-TIMESTAMP).")
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the run from its last published checkpoint.")
+    ] = False,
+    workers: Annotated[
+        int | None, typer.Option("--workers", help="Rollout worker processes; 0 = serial mode.")
+    ] = None,
     device: Annotated[str | None, typer.Option("--device", help="auto, cpu or cuda (learner).")] = None,
-    max_minutes: Annotated[float | None, typer.Option("--max-minutes", help="Stop after M wall-clock minutes.")] = None,
-    max_samples: Annotated[int | None, typer.Option("--max-samples", help="Stop after N agent-steps trained on.")] = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a recipe key: --set train.bptt=16.")] = None,
+    max_minutes: Annotated[
+        float | None, typer.Option("--max-minutes", help="Stop after M wall-clock minutes.")
+    ] = None,
+    max_samples: Annotated[
+        int | None, typer.Option("--max-samples", help="Stop after N agent-steps trained on.")
+    ] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="Override a recipe key: --set train.bptt=16.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary at the end.")] = False,
 ) -> None:
     """Start (or --resume) a run: rollout workers + PPO learner, checkpoints, rollouts and metrics in the run dir."""
     from fivectl.runtime.trainer import TrainOptions, train_run
 
     overrides = list(set_ or [])
-    for key, value in (("workers", workers), ("device", device), ("max_minutes", max_minutes),
-                       ("max_samples", max_samples)):
+    for key, value in (
+        ("workers", workers),
+        ("device", device),
+        ("max_minutes", max_minutes),
+        ("max_samples", max_samples),
+    ):
         if value is not None:
             overrides.append(f"train.{key}={value!r}" if isinstance(value, str) else f"train.{key}={value}")
     if device is not None and device not in ("auto", "cpu", "cuda"):

@@ -9,7 +9,9 @@ from fivectl.config.fields import param
 
 @dataclass
 class EvalConfig:
-    every_versions: int = param(0, "Evaluate during training every this many versions in a separate process; 0 = off.", ge=0)
+    every_versions: int = param(
+        0, "Evaluate during training every this many versions in a separate process; 0 = off.", ge=0
+    )
     games: int = param(20, "Games per evaluated version.", ge=1)
     references: list[str] = param(
         factory=lambda: ["random", "bot:passive", "bot:easy", "bot:medium"],

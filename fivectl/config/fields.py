@@ -24,7 +24,14 @@ def param(
     choices: tuple | list | None = None,
 ) -> Any:
     """Declare a recipe field with its docstring and its allowed range or choices."""
-    metadata = {"doc": doc, "gt": gt, "ge": ge, "lt": lt, "le": le, "choices": tuple(choices) if choices else None}
+    metadata = {
+        "doc": doc,
+        "gt": gt,
+        "ge": ge,
+        "lt": lt,
+        "le": le,
+        "choices": tuple(choices) if choices else None,
+    }
     if factory is not None:
         return field(default_factory=factory, metadata=metadata)
     return field(default=default, metadata=metadata)

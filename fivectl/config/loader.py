@@ -148,7 +148,9 @@ def _coerce_schedule(value: Any, errors: list[str], path: str) -> Any:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return Schedule.constant(float(value))
     if not isinstance(value, dict):
-        errors.append(f"{path}: expected a number or a schedule table {{points=[[x, y], ...]}}, got {value!r}")
+        errors.append(
+            f"{path}: expected a number or a schedule table {{points=[[x, y], ...]}}, got {value!r}"
+        )
         return _INVALID
     n_before = len(errors)
     for key in value:
@@ -158,7 +160,10 @@ def _coerce_schedule(value: Any, errors: list[str], path: str) -> Any:
     ok_points = (
         isinstance(points, list)
         and len(points) >= 1
-        and all(isinstance(p, list) and len(p) == 2 and all(isinstance(v, (int, float)) for v in p) for p in points)
+        and all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(v, (int, float)) for v in p)
+            for p in points
+        )
     )
     if not ok_points:
         errors.append(f"{path}.points: expected a list of [x, y] pairs, got {points!r}")

@@ -16,7 +16,9 @@ class RewardConfig:
     gold_spent: float = param(0.0006, "Solo reward per gold spent.")
     health: float = param(2.0, "Solo reward for health-fraction change, through (x+1-(1-x)^4)/2.")
     mana: float = param(0.75, "Solo reward for mana-fraction change.")
-    kill: float = param(-0.6, "Solo reward for a hero kill (the gold and XP it brings are rewarded separately).")
+    kill: float = param(
+        -0.6, "Solo reward for a hero kill (the gold and XP it brings are rewarded separately)."
+    )
     last_hit: float = param(-0.16, "Solo reward for a last hit (its gold is rewarded separately).")
     deny: float = param(0.15, "Solo reward for denying an allied creep.")
     extra_life: float = param(5.0, "Team reward for the boss's extra-life item.")
@@ -27,7 +29,9 @@ class RewardConfig:
     tower_t4: float = param(2.25, "Team reward for a tier-4 (base) tower.")
     barracks: float = param(6.0, "Team reward for barracks.")
     zero_sum: bool = param(True, "Subtract the enemy team's mean reward from each hero's reward (paper G).")
-    time_decay: float = param(0.6, "Rewards other than win/loss are scaled by time_decay^(T/decay_minutes).", gt=0, le=1)
+    time_decay: float = param(
+        0.6, "Rewards other than win/loss are scaled by time_decay^(T/decay_minutes).", gt=0, le=1
+    )
     decay_minutes: float = param(10.0, "Minutes over which the time decay factor applies once.", gt=0)
     team_spirit: Schedule = param(
         factory=lambda: Schedule.constant(0.3),

@@ -25,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from fivectl.errors import BadInput
+from fivectl.sim.bots import BOT_LEVELS, BotMemory, bot_actions
 
 
 @runtime_checkable
@@ -166,14 +167,12 @@ class BotAgent:
     schema_version = None
 
     def __init__(self, spec: str):
-        from fivectl.sim.bots import BOT_LEVELS
-
         self.spec = spec
         self.level = spec.removeprefix("bot:")
         if self.level not in BOT_LEVELS:
             raise unknown_agent(spec)
         self.rng = np.random.default_rng()
-        self.memory: Any = None
+        self.memory: BotMemory | None = None
 
     def reset(self, num_games: int, seed: int | None = None) -> None:
         if seed is not None:
@@ -181,8 +180,6 @@ class BotAgent:
         self.memory = None  # sized by the env at the first step
 
     def act(self, env: Any, obs: dict[str, np.ndarray], team: np.ndarray, first: np.ndarray) -> np.ndarray:
-        from fivectl.sim.bots import BotMemory, bot_actions
-
         if self.memory is None:
             self.memory = BotMemory.empty(env.num_games, env.team_size)
         self.memory.forget(first)
@@ -190,7 +187,7 @@ class BotAgent:
 
 
 register_agent_kind("random", "random", RandomAgent, examples=("random",))
-register_agent_kind("bot", "bot:", BotAgent, examples=("bot:passive", "bot:easy", "bot:medium"))
+register_agent_kind("bot", "bot:", BotAgent, examples=tuple(f"bot:{level}" for level in BOT_LEVELS))
 
 
 __all__ = [

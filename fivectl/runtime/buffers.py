@@ -38,7 +38,9 @@ def fragment_specs(
     agents = games * 2 * team_size
     T, B, G = steps, agents, games
     windows = steps // bptt
-    specs = [ArraySpec(f"obs.{key}", (T, B, *shape), dtype) for key, (shape, dtype) in schema.array_specs().items()]
+    specs = [
+        ArraySpec(f"obs.{key}", (T, B, *shape), dtype) for key, (shape, dtype) in schema.array_specs().items()
+    ]
     specs += [
         ArraySpec("actions", (T, B, 4), "int32"),
         ArraySpec("logprob", (T, B), "float32"),
@@ -53,7 +55,8 @@ def fragment_specs(
         ArraySpec("outcome", (T, B), "float32"),
         # train[t, b]: the learner trains on this sample (False for agents played by a past opponent).
         ArraySpec("train", (T, B), "bool"),
-        ArraySpec("opponent", (T, G), "int32"),
+        ArraySpec("opponent", (T, G), "int32"),  # -1 latest parameters, else the past version playing
+        ArraySpec("learner_side", (T, G), "int8"),  # the team the learner plays against a past version
         ArraySpec("game_seconds", (T, G), "float32"),
         ArraySpec("winner", (T, G), "int8"),
         ArraySpec("invalid_actions", (T, G), "int32"),
@@ -80,8 +83,14 @@ def slot_layout(specs: list[ArraySpec]) -> tuple[dict[str, int], int]:
 class FragmentSlots:
     """``n_slots`` fragment slots over one buffer (shared memory, or plain memory in serial mode)."""
 
-    def __init__(self, specs: list[ArraySpec], n_slots: int, shm_name: str | None = None, create: bool = False,
-                 shared: bool = True):
+    def __init__(
+        self,
+        specs: list[ArraySpec],
+        n_slots: int,
+        shm_name: str | None = None,
+        create: bool = False,
+        shared: bool = True,
+    ):
         self.specs = specs
         self.n_slots = n_slots
         self.offsets, self.slot_bytes = slot_layout(specs)

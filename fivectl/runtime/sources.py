@@ -11,6 +11,7 @@ import multiprocessing as mp
 import queue
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -59,12 +60,25 @@ def _specs_as_lists(specs) -> list:
 class SerialSource:
     """Serial mode (``--workers 0``): the same worker code, run in the learner's process when asked."""
 
-    def __init__(self, recipe: Recipe, schema: ObsSchema, params: ParameterStore, seed: int):
+    def __init__(
+        self,
+        recipe: Recipe,
+        schema: ObsSchema,
+        params: ParameterStore,
+        seed: int,
+        run_dir: Path | None = None,
+    ):
         lstm = recipe.model.lstm_size
-        specs = fragment_specs(schema, recipe.train.fragment_length, recipe.train.games_per_worker,
-                               recipe.game.team_size, lstm, recipe.train.bptt)
+        specs = fragment_specs(
+            schema,
+            recipe.train.fragment_length,
+            recipe.train.games_per_worker,
+            recipe.game.team_size,
+            lstm,
+            recipe.train.bptt,
+        )
         self.slots = FragmentSlots(specs, 1, shared=False)
-        self.worker = RolloutWorker(recipe, schema, params, worker_seed(seed, 0, 0, params.version))
+        self.worker = RolloutWorker(recipe, schema, params, worker_seed(seed, 0, 0, params.version), run_dir)
         self.sim_s = self.infer_s = 0.0
 
     def get(self, timeout: float = 0.0) -> tuple[int, dict[str, np.ndarray]]:
@@ -93,8 +107,18 @@ class SerialSource:
 class ProcessSource:
     """Rollout worker processes writing fragments into shared-memory slots (paper Fig. 2, HoK Fig. 1)."""
 
-    def __init__(self, recipe: Recipe, schema: ObsSchema, params: ParameterStore, seed: int, n_workers: int,
-                 slots_per_worker: int = 2, heartbeat_timeout_s: float = 120.0, startup_timeout_s: float = 900.0):
+    def __init__(
+        self,
+        recipe: Recipe,
+        schema: ObsSchema,
+        params: ParameterStore,
+        seed: int,
+        n_workers: int,
+        slots_per_worker: int = 2,
+        heartbeat_timeout_s: float = 120.0,
+        startup_timeout_s: float = 900.0,
+        run_dir: Path | None = None,
+    ):
         self.recipe = recipe
         self.schema = schema
         self.params = params
@@ -102,9 +126,16 @@ class ProcessSource:
         self.n_workers = n_workers
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self.startup_timeout_s = startup_timeout_s
+        self.run_dir = str(run_dir) if run_dir is not None else None
         self.ctx = mp.get_context("spawn")
-        specs = fragment_specs(schema, recipe.train.fragment_length, recipe.train.games_per_worker,
-                               recipe.game.team_size, recipe.model.lstm_size, recipe.train.bptt)
+        specs = fragment_specs(
+            schema,
+            recipe.train.fragment_length,
+            recipe.train.games_per_worker,
+            recipe.game.team_size,
+            recipe.model.lstm_size,
+            recipe.train.bptt,
+        )
         self.n_slots = n_workers * slots_per_worker
         self.slots = FragmentSlots(specs, self.n_slots, create=True)
         self.ctrl_block = FragmentSlots(control_specs(n_workers, self.n_slots), 1, create=True)
@@ -132,11 +163,22 @@ class ProcessSource:
             target=worker_main,
             name=f"fivectl-worker-{w}",
             args=(
-                w, self.generation[w], self.recipe.to_dict(), self.schema.to_json(), seed,
-                _specs_as_lists(self.slots.specs), self.n_slots, self.slots.shm_name,
-                _specs_as_lists(self.params.specs), self.params.shm_name,
-                _specs_as_lists(self.ctrl_block.specs), self.ctrl_block.shm_name,
-                self.free_q, self.full_q, self.stop_event,
+                w,
+                self.generation[w],
+                self.recipe.to_dict(),
+                self.schema.to_json(),
+                seed,
+                _specs_as_lists(self.slots.specs),
+                self.n_slots,
+                self.slots.shm_name,
+                _specs_as_lists(self.params.specs),
+                self.params.shm_name,
+                _specs_as_lists(self.ctrl_block.specs),
+                self.ctrl_block.shm_name,
+                self.free_q,
+                self.full_q,
+                self.stop_event,
+                self.run_dir,
             ),
             daemon=True,
         )
@@ -187,8 +229,11 @@ class ProcessSource:
 
     def oldest_version_in_flight(self) -> int | None:
         """Lowest policy version a live worker is generating with (for the staleness 'wait' policy)."""
-        versions = [int(self.ctrl["workers"][w, CTRL_VERSION]) for w in range(self.n_workers)
-                    if self.procs[w].is_alive()]
+        versions = [
+            int(self.ctrl["workers"][w, CTRL_VERSION])
+            for w in range(self.n_workers)
+            if self.procs[w].is_alive()
+        ]
         return min(versions) if versions else None
 
     def stats(self) -> SourceStats:
@@ -196,8 +241,12 @@ class ProcessSource:
         alive = sum(p.is_alive() for p in self.procs)
         in_flight = int((self.ctrl["slot_state"] != SLOT_FREE).sum())
         return SourceStats(
-            alive, in_flight, float(rows[:, CTRL_SIM_S].sum()), float(rows[:, CTRL_INFER_S].sum()),
-            float(rows[:, CTRL_WAIT_S].sum()), [int(v) for v in rows[:, CTRL_VERSION]],
+            alive,
+            in_flight,
+            float(rows[:, CTRL_SIM_S].sum()),
+            float(rows[:, CTRL_INFER_S].sum()),
+            float(rows[:, CTRL_WAIT_S].sum()),
+            [int(v) for v in rows[:, CTRL_VERSION]],
         )
 
     def total_steps(self) -> int:

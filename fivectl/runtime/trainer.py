@@ -34,11 +34,13 @@ from fivectl.rl.learner import FragmentBatch, PPOLearner
 from fivectl.rl.normalize import RewardScaler
 from fivectl.rl.reward import weighted_components
 from fivectl.rl.schedules import Progress, hyperparameters_at
+from fivectl.runtime.evaluator import PeriodicEvaluator
 from fivectl.runtime.live import LiveView
 from fivectl.runtime.params import ParameterStore
 from fivectl.runtime.sources import ProcessSource, SerialSource
 from fivectl.runtime.worker import warm_up_game
 from fivectl.schema import ObsSchema, load_schema
+from fivectl.selfplay import OpponentPool
 from fivectl.sim.components import REWARD_COMPONENTS
 from fivectl.store.checkpoint import (
     CheckpointFallbackWarning,
@@ -104,8 +106,7 @@ def open_or_create_run(opts: TrainOptions) -> tuple[RunDir, Recipe]:
                         f"{opts.recipe_path}: its [{section}] differs from the run's ({run.recipe_path}); "
                         "a running experiment changes through `fivectl surgery` / `fivectl anneal`"
                     )
-        run.save_recipe(recipe)  # budget overrides (max_minutes, ...) apply from now on
-        return run, recipe
+        return run, recipe  # overrides (budgets, workers, ...) apply to this session only
     if opts.recipe_path is None:
         raise BadInput("give a RECIPE to start a run")
     recipe = load_recipe(opts.recipe_path, opts.overrides)
@@ -119,9 +120,13 @@ def check_recipe_for_training(recipe: Recipe) -> None:
     t = recipe.train
     errors = []
     if t.fragment_length % t.bptt != 0:
-        errors.append(f"train.fragment_length: {t.fragment_length} must be a multiple of train.bptt ({t.bptt})")
+        errors.append(
+            f"train.fragment_length: {t.fragment_length} must be a multiple of train.bptt ({t.bptt})"
+        )
     if t.epochs > t.max_sample_reuse:
-        errors.append(f"train.epochs: {t.epochs} passes exceed train.max_sample_reuse ({t.max_sample_reuse:g})")
+        errors.append(
+            f"train.epochs: {t.epochs} passes exceed train.max_sample_reuse ({t.max_sample_reuse:g})"
+        )
     if errors:
         from fivectl.errors import ConfigError
 
@@ -148,10 +153,15 @@ class Trainer:
         self.metrics_log = MetricsLog(run.metrics_path, tensorboard_dir=run.logs_path / "tensorboard")
 
         torch.manual_seed(self.train_cfg.seed)
-        self.model = PolicyNet(self.schema, recipe.model, self.team_size, obs_clip=recipe.train.obs_clip).to(self.device)
+        self.model = PolicyNet(self.schema, recipe.model, self.team_size, obs_clip=recipe.train.obs_clip).to(
+            self.device
+        )
         self.generator = torch.Generator().manual_seed(self.train_cfg.seed)
-        self.learner = PPOLearner(self.model, self.train_cfg, team_size=self.team_size, generator=self.generator)
+        self.learner = PPOLearner(
+            self.model, self.train_cfg, team_size=self.team_size, generator=self.generator
+        )
         self.reward_scalers = [RewardScaler(self.agents_per_worker) for _ in range(max(self.n_workers, 1))]
+        self.pool = OpponentPool(recipe.selfplay)
         self.last_checkpoint: int | None = None
         self.stop_reason = ""
         self._stop_requested = False
@@ -168,6 +178,7 @@ class Trainer:
             "team_size": self.team_size,
             "counters": asdict(self.counters),
             "generator_state": self.generator.get_state().tolist(),
+            "opponent_pool": self.pool.state_dict(),
             "recipe_name": self.recipe.name,
         }
 
@@ -190,7 +201,10 @@ class Trainer:
             },
             attrs,
         )
-        self.checkpoints.prune(self.train_cfg.keep_last, self.train_cfg.milestone_every)
+        # Past versions in the opponent pool stay: workers load them to play against.
+        self.checkpoints.prune(
+            self.train_cfg.keep_last, self.train_cfg.milestone_every, keep=self.pool.versions
+        )
         self.last_checkpoint = version
         self.run.update_meta(latest_version=version, samples=self.counters.samples)
         return version
@@ -213,8 +227,11 @@ class Trainer:
                 scaler.load_state_dict(sd)
         else:  # a different worker count: every scaler starts from the mean statistics
             for scaler in self.reward_scalers:
-                scaler.load_state_dict({**scalers[0], "returns": torch.zeros(self.agents_per_worker, dtype=torch.float64)})
+                scaler.load_state_dict(
+                    {**scalers[0], "returns": torch.zeros(self.agents_per_worker, dtype=torch.float64)}
+                )
         self.counters = Counters(**attrs["counters"])
+        self.pool.load_state_dict(attrs["opponent_pool"])
         self.generator.set_state(torch.tensor(attrs["generator_state"], dtype=torch.uint8))
         set_torch_rng_state(ckpt.arrays["rng"]["torch"])
         discarded = self.checkpoints.discard_after(ckpt.version)
@@ -258,7 +275,9 @@ class Trainer:
         self.stop_reason = "interrupted"
 
     def fragments_per_iteration(self) -> int:
-        windows_per_fragment = self.agents_per_worker * (self.train_cfg.fragment_length // self.train_cfg.bptt)
+        windows_per_fragment = self.agents_per_worker * (
+            self.train_cfg.fragment_length // self.train_cfg.bptt
+        )
         wanted = self.train_cfg.batch_windows * self.train_cfg.minibatches
         return max(1, math.ceil(wanted / windows_per_fragment))
 
@@ -276,16 +295,28 @@ class Trainer:
             self.save_checkpoint()  # version 0: a run always has a checkpoint to resume or evaluate
         shared = self.n_workers > 0
         warm_up_game(self.recipe, self.schema)
-        params = ParameterStore.for_model(self.model.cpu() if self.device.type != "cpu" else self.model, shared)
+        params = ParameterStore.for_model(
+            self.model.cpu() if self.device.type != "cpu" else self.model, shared
+        )
         self.model.to(self.device)
         self.publish(params)
         source = (
-            ProcessSource(self.recipe, self.schema, params, self.train_cfg.seed, self.n_workers,
-                          heartbeat_timeout_s=self.opts.heartbeat_timeout_s)
+            ProcessSource(
+                self.recipe,
+                self.schema,
+                params,
+                self.train_cfg.seed,
+                self.n_workers,
+                heartbeat_timeout_s=self.opts.heartbeat_timeout_s,
+                run_dir=self.run.path,
+            )
             if shared
-            else SerialSource(self.recipe, self.schema, params, self.train_cfg.seed)
+            else SerialSource(self.recipe, self.schema, params, self.train_cfg.seed, run_dir=self.run.path)
         )
         rollouts = RolloutWriter(self.run.rollouts_path, self.schema, prefix=f"v{self.counters.version:08d}")
+        self.evaluator = PeriodicEvaluator(
+            self.run.path, self.recipe.eval.every_versions, self.recipe.eval.games
+        )
         # Ctrl-C and SIGTERM (schedulers, `timeout`): finish the step, write a checkpoint, exit cleanly.
         old_handlers = {sig: signal.signal(sig, self.request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
         start = time.monotonic()
@@ -293,7 +324,9 @@ class Trainer:
         try:
             with self.view if self.view is not None else _nullcontext():
                 if resumed_from is not None:
-                    self.note(f"resumed from checkpoint v{resumed_from} (iteration {self.counters.iteration})")
+                    self.note(
+                        f"resumed from checkpoint v{resumed_from} (iteration {self.counters.iteration})"
+                    )
                 while not self._should_stop(start):
                     row = self.iteration(source, params, rollouts)
                     self.counters.wall_seconds = wall_at_start + time.monotonic() - start
@@ -315,6 +348,7 @@ class Trainer:
             for sig, handler in old_handlers.items():
                 signal.signal(sig, handler)
             source.close()
+            self.evaluator.close()
             try:
                 rollouts.close()
             finally:
@@ -345,8 +379,14 @@ class Trainer:
 
     def publish(self, params: ParameterStore) -> None:
         hp = self.hyperparameters()
-        params.publish(self.model, self.counters.version, team_spirit=hp.team_spirit,
-                       samples=float(self.counters.samples))
+        pool = (np.array(self.pool.versions, dtype=np.int64), self.pool.probabilities())
+        params.publish(
+            self.model,
+            self.counters.version,
+            pool=pool,
+            team_spirit=hp.team_spirit,
+            samples=float(self.counters.samples),
+        )
 
     def hyperparameters(self):
         progress = Progress(samples=self.counters.samples, versions=self.counters.version)
@@ -358,7 +398,7 @@ class Trainer:
         tic = time.perf_counter()
         for event in source.check_health():
             self.note(f"worker {event.worker_id} {event.kind}: {event.detail}")
-        fragments, staleness, received = [], [], 0
+        fragments, staleness, received, t_copy = [], [], 0, 0.0
         want = self.fragments_per_iteration()
         while len(fragments) < want and not self._stop_requested:
             got = source.get(timeout=1.0)
@@ -376,10 +416,15 @@ class Trainer:
                 self.counters.fragments_dropped += 1
                 source.release(slot)
                 continue
+            t_copy0 = time.perf_counter()
             fragment = {k: np.array(v, copy=True) for k, v in views.items()}
+            t_copy += time.perf_counter() - t_copy0
             source.release(slot)
             self.counters.fragments += 1
-            if self.train_cfg.rollout_save_every and self.counters.fragments % self.train_cfg.rollout_save_every == 0:
+            if (
+                self.train_cfg.rollout_save_every
+                and self.counters.fragments % self.train_cfg.rollout_save_every == 0
+            ):
                 rollouts.write(per_step_arrays(fragment))
             fragments.append((worker, fragment))
             staleness.append(lag)
@@ -395,6 +440,7 @@ class Trainer:
 
         trained = int(sum(f["train"].sum() for _, f in fragments))
         self.counters.iteration += 1
+        self.record_pool_results([f for _, f in fragments])
         self.counters.samples += trained
         self.counters.samples_consumed += trained * self.train_cfg.epochs
         steps = self.train_cfg.epochs * self.train_cfg.minibatches
@@ -404,10 +450,40 @@ class Trainer:
             self.wait_for_staleness_bound(source)
             self.counters.version += 1
             self.counters.steps_since_publish = 0
+            self.grow_pool()
             self.publish(params)
+            self.maybe_evaluate()
 
         elapsed = time.perf_counter() - tic
-        return self.metrics_row(fragments, staleness, learn, source, elapsed, t_wait, t_learn)
+        row = self.metrics_row(fragments, staleness, learn, source, elapsed, t_wait - t_copy, t_learn)
+        row["seconds_copy"] = t_copy
+        return row
+
+    def maybe_evaluate(self) -> None:
+        """Periodic TrueSkill of the new version in a separate process (recipe ``eval.every_versions``)."""
+        version = self.counters.version
+        if not self.evaluator.due(version) or self.evaluator.busy():
+            return
+        if version != self.last_checkpoint:
+            self.save_checkpoint()
+        if self.evaluator.submit(version):
+            self.note(f"evaluating v{version} (TrueSkill) in the background")
+
+    def record_pool_results(self, fragments: list[dict[str, np.ndarray]]) -> None:
+        """Games against past versions that ended: q_i falls when the learner beat version i (paper N)."""
+        for f in fragments:
+            ended = (f["opponent"] >= 0) & (f["game_seconds"] > 0)
+            if ended.any():
+                won = f["winner"][ended] == f["learner_side"][ended]
+                self.pool.record_results(f["opponent"][ended], won)
+
+    def grow_pool(self) -> None:
+        """Every ``selfplay.add_every`` versions the current one joins the pool; it needs a checkpoint to be
+        loadable by the workers."""
+        if self.pool.maybe_add(self.counters.version, self.counters.version):
+            if self.counters.version != self.last_checkpoint:
+                self.save_checkpoint()
+                self.note(f"checkpoint v{self.counters.version} (joined the opponent pool)")
 
     def wait_for_staleness_bound(self, source) -> None:
         """'wait' policy: publish a new version only when no worker still plays one older than the bound."""
@@ -454,15 +530,41 @@ class Trainer:
             "seconds_infer_total": stats.seconds_infer,
             "lr": learn.get("learning_rate"),
         }
-        for key in ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "dual_clip_fraction",
-                    "explained_variance", "aux_loss", "aux_win", "grad_norm", "optimizer_clip_fraction", "gamma",
-                    "entropy_coef", "return_mean"):
+        rating = self.evaluator.latest_rating() if self.evaluator.enabled else None
+        if rating is not None:
+            row.update(
+                trueskill_mu=rating["mu"],
+                trueskill_sigma=rating["sigma"],
+                trueskill_version=rating["version"],
+            )
+        for key, value in self.pool.metrics().items():
+            row[key] = None if isinstance(value, float) and math.isnan(value) else value
+        for key in (
+            "policy_loss",
+            "value_loss",
+            "entropy",
+            "approx_kl",
+            "clip_fraction",
+            "dual_clip_fraction",
+            "explained_variance",
+            "aux_loss",
+            "aux_win",
+            "grad_norm",
+            "optimizer_clip_fraction",
+            "gamma",
+            "entropy_coef",
+            "return_mean",
+        ):
             if key in learn:
                 row[key] = learn[key]
         # Reward by component (weighted, before time decay): where the agents' reward comes from.
         earned = np.mean(
-            [weighted_components(f["components"], self.recipe.reward, np.zeros(f["components"].shape[0]))
-             .reshape(-1, len(REWARD_COMPONENTS)).mean(axis=0) for f in frs],
+            [
+                weighted_components(f["components"], self.recipe.reward, np.zeros(f["components"].shape[0]))
+                .reshape(-1, len(REWARD_COMPONENTS))
+                .mean(axis=0)
+                for f in frs
+            ],
             axis=0,
         )
         for name, value in zip(REWARD_COMPONENTS, earned, strict=True):
@@ -473,7 +575,11 @@ class Trainer:
 def per_step_arrays(fragment: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The [T, ...] arrays of a fragment (observations, actions, rewards, ...): what rollout files keep."""
     steps = fragment["reward"].shape[0]
-    return {k: v for k, v in fragment.items() if v.ndim >= 1 and v.shape[0] == steps and k not in ("h_win", "c_win")}
+    return {
+        k: v
+        for k, v in fragment.items()
+        if v.ndim >= 1 and v.shape[0] == steps and k not in ("h_win", "c_win")
+    }
 
 
 class _nullcontext:
@@ -504,7 +610,10 @@ def FragmentBatch_from(fragments, scalers: list[RewardScaler], gamma: float, sca
                 dones=dones,
                 first=torch.from_numpy(f["first"]),
                 last_values=torch.from_numpy(f["last_value"]),
-                window_states=(torch.from_numpy(f["h_win"]).unsqueeze(1), torch.from_numpy(f["c_win"]).unsqueeze(1)),
+                window_states=(
+                    torch.from_numpy(f["h_win"]).unsqueeze(1),
+                    torch.from_numpy(f["c_win"]).unsqueeze(1),
+                ),
                 outcomes=torch.from_numpy(f["outcome"]),
                 last_win_probs=torch.from_numpy(f["last_win_prob"]),
                 mask=torch.from_numpy(f["train"]).float(),
@@ -523,4 +632,6 @@ def train_run(opts: TrainOptions) -> dict[str, Any]:
     try:
         return trainer.run_loop()
     except OSError as e:
-        raise RunFailed(f"{run.path}: {e.strerror or e}{(': ' + str(e.filename)) if e.filename else ''}") from e
+        raise RunFailed(
+            f"{run.path}: {e.strerror or e}{(': ' + str(e.filename)) if e.filename else ''}"
+        ) from e

@@ -12,6 +12,7 @@ import queue
 import signal
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -20,6 +21,7 @@ from fivectl.config import Recipe
 from fivectl.model import PolicyNet
 from fivectl.rl.reward import shape_rewards
 from fivectl.runtime.buffers import ArraySpec, FragmentSlots
+from fivectl.runtime.opponents import OpponentSet
 from fivectl.runtime.params import ParameterStore
 from fivectl.schema import ObsSchema
 from fivectl.sim import MobaEnv
@@ -64,7 +66,14 @@ class FragmentStats:
 class RolloutWorker:
     """One batch of games plus a copy of the policy; ``fill(views)`` writes one fragment."""
 
-    def __init__(self, recipe: Recipe, schema: ObsSchema, params: ParameterStore, seed: int):
+    def __init__(
+        self,
+        recipe: Recipe,
+        schema: ObsSchema,
+        params: ParameterStore,
+        seed: int,
+        run_dir: Path | None = None,
+    ):
         self.recipe = recipe
         self.params = params
         self.team_size = recipe.game.team_size
@@ -76,10 +85,12 @@ class RolloutWorker:
         self.net.eval()
         self.version = -1
         self.team_spirit = recipe.reward.team_spirit.start
+        self.pool: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.int64), np.zeros(0))
         self.obs = self._flat(self.env.reset())
         self.state = self.net.initial_state(self.agents)
         self.first = torch.ones(self.agents, dtype=torch.bool)
-        self.opponent = np.full(self.games, -1, dtype=np.int32)  # -1: the latest parameters
+        self.opponents = OpponentSet(recipe, schema, run_dir, self.games, np.random.default_rng(seed))
+        self.needs_opponent = np.ones(self.games, dtype=bool)  # games about to start
 
     def _flat(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """[G, A, ...] -> [G*A, ...]: teammates stay contiguous (agent order is team0 heroes, team1 heroes)."""
@@ -89,6 +100,7 @@ class RolloutWorker:
         if self.params.version != self.version:
             self.version, scalars = self.params.read_into(self.net)
             self.team_spirit = scalars["team_spirit"]
+            self.pool = self.params.last_pool
 
     @torch.no_grad()
     def fill(self, views: dict[str, np.ndarray], ctrl_row: np.ndarray | None = None) -> FragmentStats:
@@ -109,8 +121,11 @@ class RolloutWorker:
             for key, value in self.obs.items():
                 views[f"obs.{key}"][t] = value
             views["first"][t] = self.first.numpy()
+            # Opponents change only between games (paper N): draw them for the games starting now.
+            self.opponents.assign(self.needs_opponent, self.pool)
             obs_t = {key: torch.from_numpy(value) for key, value in self.obs.items()}
             out = self.net.act(obs_t, self.state, self.first)
+            self.opponents.act(obs_t, self.first, out.actions)
             actions = out.actions.numpy().astype(np.int32)
             toc = time.perf_counter()
             obs, components, done, info = self.env.step(actions.reshape(G, 2 * k, 4))
@@ -129,16 +144,20 @@ class RolloutWorker:
             views["components"][t] = components.reshape(self.agents, -1)
             views["done"][t] = done_agents
             views["outcome"][t] = outcome_of(winner, done, k)
-            views["train"][t] = np.repeat(self.opponent < 0, 2 * k)
-            views["opponent"][t] = self.opponent
+            views["train"][t] = self.opponents.train_mask()
+            views["opponent"][t] = self.opponents.opponent
+            views["learner_side"][t] = self.opponents.learner_side
             views["winner"][t] = np.where(done, winner, -1)
-            views["game_seconds"][t] = np.where(done, np.asarray(info.get("episode_seconds", info["game_time"])), 0.0)
+            views["game_seconds"][t] = np.where(
+                done, np.asarray(info.get("episode_seconds", info["game_time"])), 0.0
+            )
             views["invalid_actions"][t] = np.asarray(info["invalid_actions"]).reshape(G, -1).sum(axis=1)
             finished += int(done.sum())
 
             self.obs = self._flat(obs)
             self.state = out.state
             self.first = torch.from_numpy(done_agents.copy())
+            self.needs_opponent = done
             if ctrl_row is not None:
                 ctrl_row[CTRL_HEARTBEAT] = time.time()
                 ctrl_row[CTRL_STEPS] += 1
@@ -178,9 +197,12 @@ def worker_main(
     free_q,
     full_q,
     stop_event,
+    run_dir: str | None = None,
 ) -> None:
     """Entry point of a rollout worker process."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the learner decides when to stop (Ctrl-C writes a checkpoint)
+    signal.signal(
+        signal.SIGINT, signal.SIG_IGN
+    )  # the learner decides when to stop (Ctrl-C writes a checkpoint)
     torch.set_num_threads(1)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from fivectl.config import recipe_from_dict
@@ -195,7 +217,8 @@ def worker_main(
     row[CTRL_HEARTBEAT] = time.time()
     while params.version < 0 and not stop_event.is_set():
         time.sleep(0.01)
-    worker = RolloutWorker(recipe, schema, params, seed)
+    warm_up_game(recipe, schema)  # compile or load the game's kernels before the heartbeat clock starts
+    worker = RolloutWorker(recipe, schema, params, seed, Path(run_dir) if run_dir else None)
     views = None
     row[CTRL_HEARTBEAT] = time.time()
     row[CTRL_READY] = 1.0

@@ -200,10 +200,19 @@ def compile_schema(schema: ObsSchema) -> CompiledSchema:
         src = GROUP_SOURCES[g.name]
         registry = SOURCE_FEATURES[src]
         expect_kind = {
-            SRC_GLOBAL: "vector", SRC_SELF: "vector", SRC_PREV: "vector", SRC_TERRAIN: "grid",
+            SRC_GLOBAL: "vector",
+            SRC_SELF: "vector",
+            SRC_PREV: "vector",
+            SRC_TERRAIN: "grid",
         }.get(src, "unitset")
         if g.kind != expect_kind:
-            raise BadInput(f"schema v{schema.version}: group {g.name!r} must be a {expect_kind}, not {g.kind}")
+            raise BadInput(
+                f"schema v{schema.version}: group {g.name!r} must be a {expect_kind}, not {g.kind}"
+            )
+        if g.kind == "unitset" and not 1 <= g.count <= ST.SCRATCH_MAX_COUNT:
+            raise BadInput(
+                f"schema v{schema.version}: group {g.name!r} count must be 1..{ST.SCRATCH_MAX_COUNT}"
+            )
         if g.targetable and src not in UNIT_SOURCES:
             raise BadInput(f"schema v{schema.version}: group {g.name!r} cannot be targetable")
         fcol0, ccol0 = len(fcode), len(ccode)
@@ -226,8 +235,10 @@ def compile_schema(schema: ObsSchema) -> CompiledSchema:
                 )
             code, width, kind = registry[f.name]
             if f.width != width:
-                raise BadInput(f"schema v{schema.version}: field {g.name}.{f.name} has width {f.width}, "
-                               f"the encoder computes {width}")
+                raise BadInput(
+                    f"schema v{schema.version}: field {g.name}.{f.name} has width {f.width}, "
+                    f"the encoder computes {width}"
+                )
             if (kind == "categorical") != (f.kind == "categorical"):
                 raise BadInput(f"schema v{schema.version}: field {g.name}.{f.name} must be {kind}")
             for j in range(width):
@@ -250,9 +261,23 @@ def compile_schema(schema: ObsSchema) -> CompiledSchema:
         if g.kind == "unitset":
             blocks[f"{g.name}.mask"] = ("bool", nb, (g.count,))
             nb += g.count
-        sh, sw = (g.size if g.kind == "grid" else (0, 0))
-        rows.append([src, g.count if g.kind == "unitset" else 1, g.n_float, g.n_cat, foff, coff, moff,
-                     t_offsets.get(g.name, -1), fcol0, ccol0, sh, sw])
+        sh, sw = g.size if g.kind == "grid" else (0, 0)
+        rows.append(
+            [
+                src,
+                g.count if g.kind == "unitset" else 1,
+                g.n_float,
+                g.n_cat,
+                foff,
+                coff,
+                moff,
+                t_offsets.get(g.name, -1),
+                fcol0,
+                ccol0,
+                sh,
+                sw,
+            ]
+        )
     P, T = schema.action.n_primary, schema.n_targets
     amask_off = nb
     blocks["action_mask"] = ("bool", nb, (P,))
@@ -265,15 +290,24 @@ def compile_schema(schema: ObsSchema) -> CompiledSchema:
     nb += P * 2
     return CompiledSchema(
         groups=np.array(rows, dtype=np.int64).reshape(-1, N_GCOLS),
-        fcode=np.array(fcode, np.int32), fsub=np.array(fsub, np.int32), fconst=np.array(fconst, np.float32),
-        ccode=np.array(ccode, np.int32), csub=np.array(csub, np.int32), cconst=np.array(cconst, np.int32),
-        blocks=blocks, n_float=nf, n_int=ni, n_bool=nb, amask_off=amask_off, tmask_off=tmask_off,
+        fcode=np.array(fcode, np.int32),
+        fsub=np.array(fsub, np.int32),
+        fconst=np.array(fconst, np.float32),
+        ccode=np.array(ccode, np.int32),
+        csub=np.array(csub, np.int32),
+        cconst=np.array(cconst, np.int32),
+        blocks=blocks,
+        n_float=nf,
+        n_int=ni,
+        n_bool=nb,
+        amask_off=amask_off,
+        tmask_off=tmask_off,
         pmask_off=pmask_off,
     )
 
 
 # ---------------------------------------------------------------- feature functions (numba)
-@njit(cache=True)
+@njit(cache=True, _nrt=False, inline="always")
 def unit_feature(code, uf, ui, hi, ls, vuln, tick, fps, n_heroes, g, h, u, fogged):
     """Feature ``code`` of unit u as seen by hero h. ``fogged``: an enemy hero shown at its last seen state.
     Takes the state arrays it reads (not the whole state tuple): it runs for every observed unit and column."""
@@ -361,16 +395,22 @@ def unit_feature(code, uf, ui, hi, ls, vuln, tick, fps, n_heroes, g, h, u, fogge
         ut = ui[g, ST.UI_UTYPE, u]
         lane_creep = ut == D.UT_MELEE or ut == D.UT_RANGED
         own = ui[g, ST.UI_TEAM, u] == team
-        return 1.0 if lane_creep and own and uf[g, ST.UF_HP, u] < D.DENY_HP_FRAC * uf[g, ST.UF_MAX_HP, u] else 0.0
+        return (
+            1.0
+            if lane_creep and own and uf[g, ST.UF_HP, u] < D.DENY_HP_FRAC * uf[g, ST.UF_MAX_HP, u]
+            else 0.0
+        )
     if code == 32:
         return 1.0 if uf[g, ST.UF_ATK_CD, u] <= 0.0 else 0.0
     return 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def self_feature(code, sub, S, L, P, g, h, vuln):
     if code < 100:
-        return unit_feature(code, S.uf, S.ui, S.hi, S.ls, vuln, S.gi[g, ST.GI_TICK], P.fps, L.n_heroes, g, h, h, False)
+        return unit_feature(
+            code, S.uf, S.ui, S.hi, S.ls, vuln, S.gi[g, ST.GI_TICK], P.fps, L.n_heroes, g, h, h, False
+        )
     if code == 100:
         return 1.0 if S.ui[g, ST.UI_ALIVE, h] else 0.0
     if code == 101:
@@ -383,7 +423,11 @@ def self_feature(code, sub, S, L, P, g, h, vuln):
     if code == 104:
         return S.hf[g, ST.HF_RESPAWN_T, h] / P.fps
     if code == 105:
-        return 1.0 if S.hf[g, ST.HF_BUYBACK_CD, h] <= 0.0 and S.hf[g, ST.HF_GOLD, h] >= C.buyback_cost(S, g, h) else 0.0
+        return (
+            1.0
+            if S.hf[g, ST.HF_BUYBACK_CD, h] <= 0.0 and S.hf[g, ST.HF_GOLD, h] >= C.buyback_cost(S, g, h)
+            else 0.0
+        )
     if code == 106:
         return C.buyback_cost(S, g, h)
     if code == 107:
@@ -409,7 +453,7 @@ def self_feature(code, sub, S, L, P, g, h, vuln):
     return 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def global_feature(code, sub, S, L, P, g, h):
     team = S.ui[g, ST.UI_TEAM, h]
     if code == 200:
@@ -432,7 +476,7 @@ def global_feature(code, sub, S, L, P, g, h):
     return 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def prev_feature(code, sub, S, g, h):
     if code == 300:
         return S.hi[g, ST.HI_PREV_ACTION + 0, h]
@@ -447,7 +491,7 @@ def prev_feature(code, sub, S, g, h):
     return 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def ability_feature(code, S, L, P, g, h, k):
     a = S.hi[g, ST.HI_ABIL_ID + k, h]
     if code == 400:
@@ -470,7 +514,7 @@ def ability_feature(code, S, L, P, g, h, k):
     return 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def item_feature(code, S, L, P, g, h, k):
     it = S.hi[g, ST.HI_ITEM_ID + k, h]
     if code == 500:
@@ -489,7 +533,7 @@ def item_feature(code, S, L, P, g, h, k):
     return 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def terrain_feature(code, L, x, y):
     if x < 0.0 or y < 0.0 or x >= D.MAP_SIZE or y >= D.MAP_SIZE:
         return 0.0
@@ -503,7 +547,7 @@ def terrain_feature(code, L, x, y):
 
 
 # ---------------------------------------------------------------- unit selection
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def unit_range(L, src):
     if src == SRC_HEROES:
         return 0, L.n_heroes
@@ -514,7 +558,7 @@ def unit_range(L, src):
     return L.creep_start, L.n_units
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def select_closest(S, L, g, h, src, count, out_u, out_fog):
     """The ``count`` closest units of a source observed by h's team; returns how many were found."""
     team = S.ui[g, ST.UI_TEAM, h]
@@ -522,7 +566,7 @@ def select_closest(S, L, g, h, src, count, out_u, out_fog):
     hx = S.uf[g, ST.UF_X, h]
     hy = S.uf[g, ST.UF_Y, h]
     n = 0
-    best_d = np.empty(count)
+    best_d = S.sf[0:count]
     for u in range(lo, hi):
         fog = False
         if S.ui[g, ST.UI_ALIVE, u] and S.vis[g, team, u]:
@@ -553,25 +597,43 @@ def select_closest(S, L, g, h, src, count, out_u, out_fog):
 
 
 # ---------------------------------------------------------------- the kernel
-@njit(cache=True)
-def encode_all(S, L, P, gt, fcode, fsub, fconst, ccode, csub, cconst, act_kind, act_slot,
-               fbuf, ibuf, bbuf, n_f, n_i, n_b, amask_off, tmask_off, pmask_off):
+@njit(cache=True, _nrt=False)
+def encode_all(
+    S,
+    L,
+    P,
+    gt,
+    fcode,
+    fsub,
+    fconst,
+    ccode,
+    csub,
+    cconst,
+    act_kind,
+    act_slot,
+    fbuf,
+    ibuf,
+    bbuf,
+    n_tgt,
+    amask_off,
+    tmask_off,
+    pmask_off,
+):
     """Fill the flat buffers for every game and agent. Per-agent layout is given by the group table ``gt``;
     a key's block holds [G, A, *shape] contiguously at ``block_offset * G * A``."""
     G = S.rng.shape[0]
     A = L.n_heroes
     GA = G * A
     n_prim = act_kind.shape[0]
-    n_tgt = S.slot_unit.shape[2]
     max_count = 1
     for gi in range(gt.shape[0]):
         max_count = max(max_count, gt[gi, G_COUNT])
-    sel_u = np.empty(max_count, np.int64)
-    sel_fog = np.empty(max_count, np.bool_)
+    sel_u = S.si[0:max_count]
+    sel_fog = S.sb[0:max_count]
     uf, ui, hi, ls = S.uf, S.ui, S.hi, S.ls
     fps = P.fps
     nh = L.n_heroes
-    vuln = np.empty(L.n_units, np.bool_)
+    vuln = S.sb[ST.SCRATCH_MAX_COUNT : ST.SCRATCH_MAX_COUNT + L.n_units]
     for g in range(G):
         tick = S.gi[g, ST.GI_TICK]
         for u in range(L.n_units):
@@ -678,13 +740,30 @@ def encode_all(S, L, P, gt, fcode, fsub, fconst, ccode, csub, cconst, act_kind, 
                             if code == FEAT_CONST:
                                 iv = cconst[ccol + j]
                             else:
-                                iv = int(unit_feature(code, uf, ui, hi, ls, vuln, tick, fps, nh, g, h, u, fog))
+                                iv = int(
+                                    unit_feature(code, uf, ui, hi, ls, vuln, tick, fps, nh, g, h, u, fog)
+                                )
                             ibuf[cbase + k * nc + j] = iv
-            encode_masks(S, L, g, h, ga, GA, act_kind, act_slot, bbuf, n_prim, n_tgt, amask_off, tmask_off,
-                         pmask_off, vuln)
+            encode_masks(
+                S,
+                L,
+                g,
+                h,
+                ga,
+                GA,
+                act_kind,
+                act_slot,
+                bbuf,
+                n_prim,
+                n_tgt,
+                amask_off,
+                tmask_off,
+                pmask_off,
+                vuln,
+            )
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False, inline="always")
 def slot_target_ok(uf, ui, vis, vuln, n_heroes, g, h, u, rule, rng):
     """core.target_ok with the state arrays it reads (runs for every primary and target slot)."""
     if u < 0 or ui[g, ST.UI_ALIVE, u] == 0:
@@ -711,9 +790,10 @@ def slot_target_ok(uf, ui, vis, vuln, n_heroes, g, h, u, rule, rng):
     return False
 
 
-@njit(cache=True)
-def encode_masks(S, L, g, h, ga, GA, act_kind, act_slot, bbuf, n_prim, n_tgt, amask_off, tmask_off, pmask_off,
-                 vuln):
+@njit(cache=True, _nrt=False)
+def encode_masks(
+    S, L, g, h, ga, GA, act_kind, act_slot, bbuf, n_prim, n_tgt, amask_off, tmask_off, pmask_off, vuln
+):
     """action_mask / target_mask / param_mask with the rules the game executes (core.primary_info/target_ok)."""
     abase = amask_off * GA + ga * n_prim
     tbase = tmask_off * GA + ga * n_prim * n_tgt
@@ -750,14 +830,36 @@ class Encoder:
 
     def encode(self, S, L, P) -> dict[str, np.ndarray]:
         c = self.compiled
+        if S.slot_unit.shape[2] < self.schema.n_targets or S.slot_unit.shape[1] != L.n_heroes:
+            raise BadInput(
+                f"encoder for schema v{self.schema.version}: the state was built for another schema"
+            )
         G = S.rng.shape[0]
         A = L.n_heroes
         fbuf = np.zeros(G * A * c.n_float, np.float32)
         ibuf = np.zeros(max(G * A * c.n_int, 1), np.int32)
         bbuf = np.zeros(G * A * c.n_bool, np.bool_)
-        encode_all(S, L, P, c.groups, c.fcode, c.fsub, c.fconst, c.ccode, c.csub, c.cconst, self.act_kind,
-                   self.act_slot, fbuf, ibuf, bbuf, c.n_float, c.n_int, c.n_bool, c.amask_off, c.tmask_off,
-                   c.pmask_off)
+        encode_all(
+            S,
+            L,
+            P,
+            c.groups,
+            c.fcode,
+            c.fsub,
+            c.fconst,
+            c.ccode,
+            c.csub,
+            c.cconst,
+            self.act_kind,
+            self.act_slot,
+            fbuf,
+            ibuf,
+            bbuf,
+            self.schema.n_targets,
+            c.amask_off,
+            c.tmask_off,
+            c.pmask_off,
+        )
         bufs = {"float": fbuf, "int": ibuf, "bool": bbuf}
         out = {}
         for key, (buf, off, shape) in c.blocks.items():

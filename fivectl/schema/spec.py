@@ -20,8 +20,8 @@ are the slots of the targetable unitsets concatenated in schema order) and ``par
 from __future__ import annotations
 
 import json
-import os
 import math
+import os
 import tomllib
 from dataclasses import asdict, dataclass
 from functools import cached_property
@@ -204,7 +204,9 @@ def schema_from_dict(d: dict, source: str) -> ObsSchema:
             fseen.add(fname)
             fkind = fd.get("kind", "float")
             if fkind not in FIELD_KINDS:
-                errors.append(f"groups.{gname}.{fname}.kind: must be one of {', '.join(FIELD_KINDS)}, got {fkind!r}")
+                errors.append(
+                    f"groups.{gname}.{fname}.kind: must be one of {', '.join(FIELD_KINDS)}, got {fkind!r}"
+                )
             norm = fd.get("norm", "running" if fkind == "float" else "none")
             if norm not in NORMS:
                 errors.append(f"groups.{gname}.{fname}.norm: must be one of {', '.join(NORMS)}, got {norm!r}")
@@ -242,7 +244,9 @@ def schema_from_dict(d: dict, source: str) -> ObsSchema:
     if not primary:
         errors.append("action.primary: the action space needs at least one primary action")
     if len(target_type) != len(primary):
-        errors.append(f"action.target_type: needs one entry per primary action ({len(primary)}), got {len(target_type)}")
+        errors.append(
+            f"action.target_type: needs one entry per primary action ({len(primary)}), got {len(target_type)}"
+        )
     for t in target_type:
         if t not in TARGET_TYPES:
             errors.append(f"action.target_type: {t!r} is not one of {', '.join(TARGET_TYPES)}")

@@ -33,11 +33,12 @@ PASSIVE, EASY, MEDIUM = 0, 1, 2
 
 # Tuning (game units, fractions of max HP). Retreat with hysteresis: leave the lane below LOW, come back above
 # HIGH (the fountain heals 5% per second).
-RETREAT_LOW = np.array([0.0, 0.25, 0.35])
+RETREAT_LOW = np.array([0.0, 0.25, 0.3])
 RETREAT_HIGH = 0.85
 SALVE_BELOW = 0.55
 HEAL_BELOW = 0.6
 FOCUS_HP_FRAC = 0.4
+BOLD_ABOVE = 0.6
 PASSIVE_LEASH = 700.0
 NEAR = 1300.0
 TOWER_MARGIN = 150.0
@@ -233,6 +234,14 @@ def enemy_building_near(S, L, g, team, x, y, reach):
 
 
 @njit(cache=True)
+def all_enemies_dead(S, L, g, team):
+    for u in range(L.n_heroes):
+        if S.team[g, u] != team and S.alive[g, u] != 0:
+            return False
+    return True
+
+
+@njit(cache=True)
 def creeps_tanking(S, L, g, team, tower):
     """Team's creeps inside ``tower``'s attack range (they take its shots while they are there)."""
     n = 0
@@ -398,12 +407,15 @@ def decide_laner(S, L, g, h, i, level, amask, tmask, prim, retreating, out):
     if hp_frac < HEAL_BELOW and try_heal_self(S, g, h, amask, tmask, prim, out, i):
         return
 
-    # medium: never stand in an enemy tower's range without creeps to take its shots
+    # medium: while every enemy hero is dead nobody defends, so it may take tower shots to push
+    careful = medium and not (all_enemies_dead(S, L, g, team) and hp_frac > BOLD_ABOVE)
+
+    # medium never stands in an enemy tower's range without creeps to take its shots; nobody stays while the
+    # tower is shooting at it
     tower = enemy_building_near(S, L, g, team, S.x[g, h], S.y[g, h], TOWER_MARGIN)
     covered = tower >= 0 and creeps_tanking(S, L, g, team, tower) > 0
-    if medium and tower >= 0 and (not covered or S.target[g, tower] == h):
-        away = home_tower(S, L, g, team, lane)
-        if try_move(S, g, h, S.x[g, away], S.y[g, away], amask, prim, out, i):
+    if tower >= 0 and (S.target[g, tower] == h or (careful and not covered)):
+        if step_out_of_range(S, g, h, team, tower, amask, prim, out, i):
             return
 
     if enemy >= 0:
@@ -420,11 +432,12 @@ def decide_laner(S, L, g, h, i, level, amask, tmask, prim, retreating, out):
             if try_attack(S, g, h, enemy, amask, tmask, prim, out, i):
                 return
 
-    if medium and last_hit_or_deny(S, L, g, h, team, amask, tmask, prim, out, i):
+    # denying next to an enemy tower would kill the creeps that tank it
+    if medium and last_hit_or_deny(S, L, g, h, team, tower < 0, amask, tmask, prim, out, i):
         return
 
     # easy: anything in range, heroes first; medium: the same but towers only with creep cover
-    target = target_in_range(S, L, g, h, team, medium, tmask, prim)
+    target = target_in_range(S, L, g, h, team, careful, tmask, prim)
     if target >= 0 and try_attack(S, g, h, target, amask, tmask, prim, out, i):
         return
 
@@ -436,7 +449,7 @@ def decide_laner(S, L, g, h, i, level, amask, tmask, prim, retreating, out):
         d = np.hypot(back[0] - tx, back[1] - ty)
         tx += (back[0] - tx) / d * 150.0
         ty += (back[1] - ty) / d * 150.0
-        if medium:
+        if careful:
             t_near = enemy_building_near(S, L, g, team, tx, ty, TOWER_MARGIN)
             if t_near >= 0 and creeps_tanking(S, L, g, team, t_near) == 0:
                 front = -1
@@ -446,6 +459,8 @@ def decide_laner(S, L, g, h, i, level, amask, tmask, prim, retreating, out):
         if front >= 0:
             return
     home = home_tower(S, L, g, team, lane)
+    if lane_progress(S, g, team, h) > lane_progress(S, g, team, home):
+        return  # hold the ground won and wait for the next wave (an idle hero hits what comes into range)
     tx = S.x[g, home] + (D.ANCIENT_POS[team, 0] - S.x[g, home]) * 0.05
     ty = S.y[g, home] + (D.ANCIENT_POS[team, 1] - S.y[g, home]) * 0.05
     if np.hypot(S.x[g, h] - tx, S.y[g, h] - ty) > 250.0:
@@ -453,8 +468,18 @@ def decide_laner(S, L, g, h, i, level, amask, tmask, prim, retreating, out):
 
 
 @njit(cache=True)
-def last_hit_or_deny(S, L, g, h, team, amask, tmask, prim, out, i):
-    """Attack a creep the next hit kills: an enemy one (last hit) or a deniable allied one (deny)."""
+def step_out_of_range(S, g, h, team, tower, amask, prim, out, i):
+    """Walk to just outside ``tower``'s range, on the side of the own base."""
+    bx = D.ANCIENT_POS[team, 0] - S.x[g, tower]
+    by = D.ANCIENT_POS[team, 1] - S.y[g, tower]
+    d = np.hypot(bx, by)
+    r = S.rng_[g, tower] + TOWER_MARGIN + 100.0
+    return try_move(S, g, h, S.x[g, tower] + bx / d * r, S.y[g, tower] + by / d * r, amask, prim, out, i)
+
+
+@njit(cache=True)
+def last_hit_or_deny(S, L, g, h, team, deny, amask, tmask, prim, out, i):
+    """Attack a creep the next hit kills: an enemy one (last hit) or, if ``deny``, a deniable allied one."""
     best = -1
     best_hp = 1e30
     reach = S.rng_[g, h] + 150.0
@@ -463,7 +488,7 @@ def last_hit_or_deny(S, L, g, h, team, amask, tmask, prim, out, i):
             continue
         if S.hp[g, u] > hit_damage(S, g, h, u):
             continue
-        if S.team[g, u] == team and S.hp[g, u] >= D.DENY_HP_FRAC * S.max_hp[g, u]:
+        if S.team[g, u] == team and (not deny or S.hp[g, u] >= D.DENY_HP_FRAC * S.max_hp[g, u]):
             continue
         if S.hp[g, u] < best_hp:
             best_hp = S.hp[g, u]

@@ -27,8 +27,16 @@ N_COMPONENTS = 17
 # Per-game stats reported in info: [G, N_STATS, 2]
 ST_KILLS, ST_DEATHS, ST_TOWERS, ST_BARRACKS, ST_BOSS, ST_LAST_HITS, ST_DENIES, ST_NETWORTH = range(8)
 N_STATS = 8
-STAT_NAMES = ("kills", "deaths", "towers_destroyed", "barracks_destroyed", "boss_kills", "last_hits", "denies",
-              "networth")
+STAT_NAMES = (
+    "kills",
+    "deaths",
+    "towers_destroyed",
+    "barracks_destroyed",
+    "boss_kills",
+    "last_hits",
+    "denies",
+    "networth",
+)
 
 ABIL = D.ABILITIES
 HSTAT = D.HERO_STATS
@@ -42,7 +50,7 @@ STAT_CHOICES = D.STAT_CHOICES
 
 
 # ---------------------------------------------------------------- rng
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def rand_u64(S, g):
     x = S.rng[g]
     x ^= x >> np.uint64(12)
@@ -52,54 +60,61 @@ def rand_u64(S, g):
     return x * np.uint64(2685821657736338717)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def rand01(S, g):
     return float(rand_u64(S, g) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def rand_int(S, g, n):
     return int(rand01(S, g) * n) % n
 
 
 # ---------------------------------------------------------------- small helpers
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
+def zero_scratch(S, n):
+    """Zero the first n cells of the float scratch (kernels run without numba's allocator, see state.py)."""
+    for i in range(n):
+        S.sf[i] = 0.0
+
+
+@njit(cache=True, _nrt=False)
 def clear_prev_action(S, g, h):
     for k in range(4):
         S.hi[g, ST.HI_PREV_ACTION + k, h] = 0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def health_f(x):
     """Paper G: health reward shape f(x) = (x + 1 - (1 - x)^4) / 2, steeper near death."""
     return 0.5 * (x + 1.0 - (1.0 - x) ** 4)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def armor_mult(armor):
     return 1.0 - 0.06 * armor / (1.0 + 0.06 * abs(armor))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False, inline="always")
 def dist2(S, g, a, b):
     dx = S.uf[g, ST.UF_X, a] - S.uf[g, ST.UF_X, b]
     dy = S.uf[g, ST.UF_Y, a] - S.uf[g, ST.UF_Y, b]
     return dx * dx + dy * dy
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False, inline="always")
 def walkable(L, x, y):
     if x < 0.0 or y < 0.0 or x >= D.MAP_SIZE or y >= D.MAP_SIZE:
         return False
     return L.walk[int(x / D.TERRAIN_CELL), int(y / D.TERRAIN_CELL)] == 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def is_building(ut):
     return ut == D.UT_TOWER or ut == D.UT_BARRACKS or ut == D.UT_ANCIENT
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def vulnerable(S, L, g, u):
     """Buildings are invulnerable until their protectors fall (tier k needs tier k-1 of its lane, etc.)."""
     ut = S.ui[g, ST.UI_UTYPE, u]
@@ -123,12 +138,12 @@ def vulnerable(S, L, g, u):
     return all_dead if L.b_prot_all[b] else any_dead
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def hero_agent_team(L, h):
     return 0 if h < L.team_size else 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def net_worth(S, g, h):
     w = S.hf[g, ST.HF_GOLD, h]
     for k in range(D.N_ITEM_SLOTS):
@@ -136,13 +151,13 @@ def net_worth(S, g, h):
     return w
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def buyback_cost(S, g, h):
     return 100.0 + net_worth(S, g, h) / 13.0
 
 
 # ---------------------------------------------------------------- hero stats, abilities, items
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def passive_bonus(S, g, h):
     dmg = 0.0
     arm = 0.0
@@ -155,7 +170,7 @@ def passive_bonus(S, g, h):
     return dmg, arm
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def recompute_hero_stats(S, g, h):
     """Level, items and passives -> unit stats; HP and mana keep their fractions."""
     hid = S.hi[g, ST.HI_HERO_ID, h]
@@ -187,7 +202,7 @@ def recompute_hero_stats(S, g, h):
     S.uf[g, ST.UF_MANA_REGEN, h] = st[D.HS_MANA_REGEN] + 0.05 * lv
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def learn_abilities(S, g, h):
     """Scripted ability build (paper F.1): ultimate at 6/12/18, otherwise the lowest-levelled basic ability
     in slot order, capped at (hero level + 1) / 2 like Dota."""
@@ -217,7 +232,7 @@ def learn_abilities(S, g, h):
     recompute_hero_stats(S, g, h)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def add_xp(S, g, h, amount, rew):
     if amount <= 0.0:
         return
@@ -231,13 +246,13 @@ def add_xp(S, g, h, amount, rew):
         learn_abilities(S, g, h)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def add_gold(S, g, h, amount, rew):
     S.hf[g, ST.HF_GOLD, h] += amount
     rew[h, C_GOLD] += amount
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def buy(S, g, h, slot, item, rew):
     cost = ITEMS[item, D.IT_COST]
     S.hf[g, ST.HF_GOLD, h] -= cost
@@ -249,7 +264,7 @@ def buy(S, g, h, slot, item, rew):
     recompute_hero_stats(S, g, h)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def scripted_purchases(S, g, h, rew):
     """Scripted item purchasing (paper F.1) with an instant courier: restock the consumables of slots 0-1, then
     follow the per-game item plan (slot 2 = active item, 3-5 = stat items)."""
@@ -279,19 +294,24 @@ def scripted_purchases(S, g, h, rew):
         if slot < 0:  # full: replace the cheapest stat item if the new one is better
             cheapest = D.N_ACTIVE_SLOTS
             for k in range(D.N_ACTIVE_SLOTS, D.N_ITEM_SLOTS):
-                if ITEMS[S.hi[g, ST.HI_ITEM_ID + k, h], D.IT_COST] < ITEMS[S.hi[g, ST.HI_ITEM_ID + cheapest, h], D.IT_COST]:
+                if (
+                    ITEMS[S.hi[g, ST.HI_ITEM_ID + k, h], D.IT_COST]
+                    < ITEMS[S.hi[g, ST.HI_ITEM_ID + cheapest, h], D.IT_COST]
+                ):
                     cheapest = k
             if ITEMS[S.hi[g, ST.HI_ITEM_ID + cheapest, h], D.IT_COST] >= ITEMS[item, D.IT_COST]:
                 S.hi[g, ST.HI_PLAN_PTR, h] = p + 1
                 return
-            S.hf[g, ST.HF_GOLD, h] += 0.5 * ITEMS[S.hi[g, ST.HI_ITEM_ID + cheapest, h], D.IT_COST]  # sell back at half price
+            S.hf[g, ST.HF_GOLD, h] += (
+                0.5 * ITEMS[S.hi[g, ST.HI_ITEM_ID + cheapest, h], D.IT_COST]
+            )  # sell back at half price
             slot = cheapest
     buy(S, g, h, slot, item, rew)
     S.hi[g, ST.HI_PLAN_PTR, h] = p + 1
 
 
 # ---------------------------------------------------------------- damage and death
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def give_xp_around(S, L, g, u, team, amount, rew):
     """Split ``amount`` XP among living heroes of ``team`` within XP range of unit u."""
     n = 0
@@ -307,7 +327,7 @@ def give_xp_around(S, L, g, u, team, amount, rew):
             add_xp(S, g, h, share, rew)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def on_death(S, L, P, g, u, killer, rew):
     ut = S.ui[g, ST.UI_UTYPE, u]
     team = S.ui[g, ST.UI_TEAM, u]
@@ -392,7 +412,7 @@ def on_death(S, L, P, g, u, killer, rew):
         S.gi[g, ST.GI_WINNER] = enemy
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def deal_damage(S, L, P, g, src, dst, amount, magical, rew):
     if not S.ui[g, ST.UI_ALIVE, dst] or not vulnerable(S, L, g, dst):
         return
@@ -410,14 +430,14 @@ def deal_damage(S, L, P, g, src, dst, amount, magical, rew):
 
 
 # ---------------------------------------------------------------- spatial buckets and acquisition
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def bucket_of(x, y):
     bx = min(max(int(x / D.BUCKET_SIZE), 0), D.N_BUCKET_SIDE - 1)
     by = min(max(int(y / D.BUCKET_SIZE), 0), D.N_BUCKET_SIDE - 1)
     return bx, by
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def build_buckets(S, L, g):
     S.bhead[g, :] = -1
     for u in range(L.n_units):
@@ -429,7 +449,7 @@ def build_buckets(S, L, g):
         S.bhead[g, b] = u
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def acquire(S, L, g, u, radius):
     """Nearest attackable enemy within ``radius``; a hero that just hit one of our heroes comes first, then
     non-heroes, then heroes (Dota's creep/tower aggro rules, simplified)."""
@@ -458,7 +478,7 @@ def acquire(S, L, g, u, radius):
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def acquire_targets(S, L, g):
     """Once per decision step: creeps, towers and idle heroes pick targets; neutrals answer their attacker."""
     for u in range(L.n_heroes, L.n_units):
@@ -475,7 +495,11 @@ def acquire_targets(S, L, g):
         if S.uf[g, ST.UF_ACQ_RANGE, u] <= 0.0:  # barracks, ancient
             continue
         t = S.ui[g, ST.UI_TARGET, u]
-        keep = t >= 0 and S.ui[g, ST.UI_ALIVE, t] and dist2(S, g, u, t) <= (S.uf[g, ST.UF_ACQ_RANGE, u] + 100.0) ** 2
+        keep = (
+            t >= 0
+            and S.ui[g, ST.UI_ALIVE, t]
+            and dist2(S, g, u, t) <= (S.uf[g, ST.UF_ACQ_RANGE, u] + 100.0) ** 2
+        )
         if keep and t < L.n_heroes and S.hf[g, ST.HF_AGGRO_T, t] <= 0.0:
             keep = False  # re-check: a creep prefers creeps over a hero that is not aggressive
         if not keep:
@@ -486,7 +510,7 @@ def acquire_targets(S, L, g):
 
 
 # ---------------------------------------------------------------- vision
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def compute_vision(S, L, P, g):
     """vis[g, t, u]: some unit of team t sees u (within its vision radius). Uses the step's buckets.
     Without fog of war every living unit is visible to both teams."""
@@ -523,12 +547,14 @@ def compute_vision(S, L, P, g):
                 S.ls[g, ST.LS_MANA, t, h] = S.uf[g, ST.UF_MANA, h]
                 S.ls[g, ST.LS_MAX_MANA, t, h] = S.uf[g, ST.UF_MAX_MANA, h]
                 S.ls[g, ST.LS_LEVEL, t, h] = S.hi[g, ST.HI_LEVEL, h]
-            elif not S.ui[g, ST.UI_ALIVE, h] and S.ls[g, ST.LS_TICK, t, h] >= 0 and S.ui[g, ST.UI_TEAM, h] != t:
+            elif (
+                not S.ui[g, ST.UI_ALIVE, h] and S.ls[g, ST.LS_TICK, t, h] >= 0 and S.ui[g, ST.UI_TEAM, h] != t
+            ):
                 S.ls[g, ST.LS_TICK, t, h] = -1  # a dead enemy is not remembered at its last position
 
 
 # ---------------------------------------------------------------- spawning and reset
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def init_unit(S, g, u, team, utype, x, y, stats):
     S.ui[g, ST.UI_ALIVE, u] = 1
     S.ui[g, ST.UI_TEAM, u] = team
@@ -565,7 +591,7 @@ def init_unit(S, g, u, team, utype, x, y, stats):
     S.ui[g, ST.UI_WP, u] = 0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def spawn_camp(S, L, g, c):
     for i in range(L.neu_start, L.neu_end):
         if L.n_camp[i - L.neu_start] == c:
@@ -573,7 +599,7 @@ def spawn_camp(S, L, g, c):
             init_unit(S, g, i, 2, D.UT_NEUTRAL, L.n_x[k], L.n_y[k], L.n_stats[k])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def spawn_boss(S, L, g):
     k = L.boss - L.neu_start
     init_unit(S, g, L.boss, 2, D.UT_BOSS, L.n_x[k], L.n_y[k], L.n_stats[k])
@@ -581,7 +607,7 @@ def spawn_boss(S, L, g):
     S.uf[g, ST.UF_HP, L.boss] = S.uf[g, ST.UF_MAX_HP, L.boss]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def spawn_wave(S, L, P, g):
     """One wave per lane per team: 3 melee + 1 ranged, stronger over time (+1.5% per wave) and as super
     creeps (x1.5) when the enemy's barracks of that lane has fallen."""
@@ -615,7 +641,7 @@ def spawn_wave(S, L, P, g):
                 S.ui[g, ST.UI_WP, slot] = 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def spawn_hero(S, L, P, g, h):
     team = S.ui[g, ST.UI_TEAM, h]
     S.ui[g, ST.UI_ALIVE, h] = 1
@@ -636,7 +662,7 @@ def spawn_hero(S, L, P, g, h):
     S.hf[g, ST.HF_START_Y, h] = D.FOUNTAIN_POS[team, 1]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def reset_game(S, L, P, g):
     U = L.n_units
     H = L.n_heroes
@@ -663,7 +689,8 @@ def reset_game(S, L, P, g):
     for b in range(L.bld_end - L.bld_start):
         u = L.bld_start + b
         ut = L.b_utype[b]
-        stats = np.zeros(D.N_US_COLS)
+        zero_scratch(S, D.N_US_COLS)
+        stats = S.sf[0 : D.N_US_COLS]
         stats[D.US_HP] = L.b_hp[b]
         stats[D.US_ARMOR] = D.TOWER_ARMOR if ut == D.UT_TOWER else D.BUILDING_ARMOR
         stats[D.US_VISION] = D.BUILDING_VISION
@@ -684,7 +711,9 @@ def reset_game(S, L, P, g):
     S.gf[g, ST.GF_BOSS_RESPAWN_T] = 0.0
     # lineup (paper O.2: random heroes from the pool)
     npool = P.pool.shape[0]
-    picks = np.arange(npool)
+    picks = S.si[0:npool]
+    for i in range(npool):
+        picks[i] = i
     if P.rand_lineup:
         for i in range(npool - 1, 0, -1):
             j = rand_int(S, g, i + 1)
@@ -742,7 +771,8 @@ def reset_game(S, L, P, g):
         S.hi[g, ST.HI_ITEM_PLAN + 3, h] = s3
         S.hi[g, ST.HI_ITEM_PLAN + 4, h] = 0
         S.hi[g, ST.HI_ITEM_PLAN + 5, h] = 0
-        init_unit(S, g, h, team, D.UT_HERO, 0.0, 0.0, np.zeros(D.N_US_COLS))
+        zero_scratch(S, D.N_US_COLS)
+        init_unit(S, g, h, team, D.UT_HERO, 0.0, 0.0, S.sf[0 : D.N_US_COLS])
         S.uf[g, ST.UF_VISION, h] = D.HERO_VISION
         S.uf[g, ST.UF_RNG, h] = HSTAT[hid, D.HS_RANGE]
         S.uf[g, ST.UF_BAT, h] = HSTAT[hid, D.HS_BAT]
@@ -764,7 +794,7 @@ def reset_game(S, L, P, g):
         S.hf[g, ST.HF_START_X, h] = D.FOUNTAIN_POS[team, 0]
         S.hf[g, ST.HF_START_Y, h] = D.FOUNTAIN_POS[team, 1]
         S.hf[g, ST.HF_RESPAWN_T, h] = 0.0
-    dummy = np.zeros((H, N_COMPONENTS))
+    dummy = S.srew  # purchases before the first step earn no reward (scratch, discarded)
     for h in range(H):
         scripted_purchases(S, g, h, dummy)
     spawn_wave(S, L, P, g)
@@ -773,7 +803,7 @@ def reset_game(S, L, P, g):
 
 
 # ---------------------------------------------------------------- actions
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def ability_target(S, g, h, slot):
     """(target type, target rule, cast range) of the ability in ``slot``."""
     a = S.hi[g, ST.HI_ABIL_ID + slot, h]
@@ -786,11 +816,15 @@ def ability_target(S, g, h, slot):
     if kind == D.AK_AREA:
         return TT_POINT, R_NONE, rng
     if kind == D.AK_BLINK:
-        return TT_POINT, R_NONE, ABIL[a, D.AB_VAL] + ABIL[a, D.AB_VAL_LVL] * (S.hi[g, ST.HI_ABIL_LVL + slot, h] - 1)
+        return (
+            TT_POINT,
+            R_NONE,
+            ABIL[a, D.AB_VAL] + ABIL[a, D.AB_VAL_LVL] * (S.hi[g, ST.HI_ABIL_LVL + slot, h] - 1),
+        )
     return TT_NONE, R_NONE, 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def item_target(S, g, h, slot):
     it = S.hi[g, ST.HI_ITEM_ID + slot, h]
     kind = ITEMS[it, D.IT_ACTIVE]
@@ -801,14 +835,18 @@ def item_target(S, g, h, slot):
     return TT_NONE, R_NONE, 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def primary_info(S, g, h, kind, slot):
     """(available ignoring targets, target type, target rule, range) of a primary action for hero h."""
     alive = S.ui[g, ST.UI_ALIVE, h]
     if kind == ACT_NOOP:
         return True, TT_NONE, R_NONE, 0.0
     if kind == ACT_BUYBACK:
-        ok = (not alive) and S.hf[g, ST.HF_BUYBACK_CD, h] <= 0.0 and S.hf[g, ST.HF_GOLD, h] >= buyback_cost(S, g, h)
+        ok = (
+            (not alive)
+            and S.hf[g, ST.HF_BUYBACK_CD, h] <= 0.0
+            and S.hf[g, ST.HF_GOLD, h] >= buyback_cost(S, g, h)
+        )
         return ok, TT_NONE, R_NONE, 0.0
     if not alive or S.uf[g, ST.UF_STUN_T, h] > 0.0:
         tt = TT_UNIT if kind == ACT_ATTACK else TT_POINT if kind == ACT_MOVE else TT_NONE
@@ -836,7 +874,7 @@ def primary_info(S, g, h, kind, slot):
     return False, TT_NONE, R_NONE, 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def target_ok(S, L, g, h, u, rule, rng, slack):
     """Can hero h use an action with target rule ``rule`` on unit u now (visible, alive, in range)?"""
     if u < 0 or not S.ui[g, ST.UI_ALIVE, u]:
@@ -851,7 +889,9 @@ def target_ok(S, L, g, h, u, rule, rng, slack):
             return False
         if tu != team:
             return vulnerable(S, L, g, u)
-        return (ut == D.UT_MELEE or ut == D.UT_RANGED) and S.uf[g, ST.UF_HP, u] < D.DENY_HP_FRAC * S.uf[g, ST.UF_MAX_HP, u]
+        return (ut == D.UT_MELEE or ut == D.UT_RANGED) and S.uf[g, ST.UF_HP, u] < D.DENY_HP_FRAC * S.uf[
+            g, ST.UF_MAX_HP, u
+        ]
     r = rng + slack
     if rule == R_ENEMY_SPELL:
         return tu != team and not is_building(ut) and dist2(S, g, h, u) <= r * r
@@ -860,7 +900,7 @@ def target_ok(S, L, g, h, u, rule, rng, slack):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def offset_point(S, g, h, offset, rng):
     """The 9x9 offset grid around the hero (paper F: offsets relative to the caster), clamped to ``rng``."""
     ox = (offset % 9 - 4) * D.OFFSET_CELL
@@ -875,7 +915,7 @@ def offset_point(S, g, h, offset, rng):
     return px, py
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def cast_effect(S, L, P, g, h, kind, value, dur, slow, radius, u, px, py, rew):
     """Apply an ability-kind effect (shared by abilities and active items)."""
     if kind == D.AK_NUKE:
@@ -891,7 +931,11 @@ def cast_effect(S, L, P, g, h, kind, value, dur, slow, radius, u, px, py, rew):
         r2 = radius * radius
         team = S.ui[g, ST.UI_TEAM, h]
         for v in range(L.n_units):
-            if S.ui[g, ST.UI_ALIVE, v] and S.ui[g, ST.UI_TEAM, v] != team and not is_building(S.ui[g, ST.UI_UTYPE, v]):
+            if (
+                S.ui[g, ST.UI_ALIVE, v]
+                and S.ui[g, ST.UI_TEAM, v] != team
+                and not is_building(S.ui[g, ST.UI_UTYPE, v])
+            ):
                 dx = S.uf[g, ST.UF_X, v] - px
                 dy = S.uf[g, ST.UF_Y, v] - py
                 if dx * dx + dy * dy <= r2:
@@ -907,7 +951,7 @@ def cast_effect(S, L, P, g, h, kind, value, dur, slow, radius, u, px, py, rew):
         S.uf[g, ST.UF_BUFF_DMG, h] = value
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def execute_action(S, L, P, g, h, kind, slot, tslot, offset, rew):
     """Carry out an order at its delay frame; returns False when it became invalid (counted as invalid)."""
     ok, tt, rule, rng = primary_info(S, g, h, kind, slot)
@@ -944,8 +988,22 @@ def execute_action(S, L, P, g, h, kind, slot, tslot, offset, rew):
         value = ABIL[a, D.AB_VAL] + ABIL[a, D.AB_VAL_LVL] * (lv - 1)
         S.uf[g, ST.UF_MANA, h] -= ABIL[a, D.AB_MANA]
         S.hf[g, ST.HF_ABIL_CD + slot, h] = ABIL[a, D.AB_CD] * P.fps
-        cast_effect(S, L, P, g, h, ABIL[a, D.AB_KIND], value, ABIL[a, D.AB_DUR], ABIL[a, D.AB_SLOW],
-                    ABIL[a, D.AB_RADIUS], u, px, py, rew)
+        cast_effect(
+            S,
+            L,
+            P,
+            g,
+            h,
+            ABIL[a, D.AB_KIND],
+            value,
+            ABIL[a, D.AB_DUR],
+            ABIL[a, D.AB_SLOW],
+            ABIL[a, D.AB_RADIUS],
+            u,
+            px,
+            py,
+            rew,
+        )
         return True
     # item
     it = S.hi[g, ST.HI_ITEM_ID + slot, h]
@@ -970,7 +1028,7 @@ def execute_action(S, L, P, g, h, kind, slot, tslot, offset, rew):
 
 
 # ---------------------------------------------------------------- per-tick unit update
-@njit(cache=True)
+@njit(cache=True, _nrt=False, inline="always")
 def move_toward(S, L, g, u, tx, ty, dt_speed):
     dx = tx - S.uf[g, ST.UF_X, u]
     dy = ty - S.uf[g, ST.UF_Y, u]
@@ -995,7 +1053,7 @@ def move_toward(S, L, g, u, tx, ty, dt_speed):
     return step >= d
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False, inline="always")
 def attack_or_chase(S, L, P, g, u, t, rew):
     r = S.uf[g, ST.UF_RNG, u] + 25.0
     if dist2(S, g, u, t) <= r * r:
@@ -1009,7 +1067,7 @@ def attack_or_chase(S, L, P, g, u, t, rew):
         move_toward(S, L, g, u, S.uf[g, ST.UF_X, t], S.uf[g, ST.UF_Y, t], S.uf[g, ST.UF_SPEED, u] / P.fps)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False, inline="always")
 def update_unit(S, L, P, g, u, rew):
     if S.uf[g, ST.UF_ATK_CD, u] > 0.0:
         S.uf[g, ST.UF_ATK_CD, u] -= 1.0
@@ -1026,7 +1084,9 @@ def update_unit(S, L, P, g, u, rew):
     if ut == D.UT_HERO:
         o = S.hi[g, ST.HI_ORD_TYPE, u]
         if o == 1:
-            if move_toward(S, L, g, u, S.hf[g, ST.HF_ORD_X, u], S.hf[g, ST.HF_ORD_Y, u], S.uf[g, ST.UF_SPEED, u] / P.fps):
+            if move_toward(
+                S, L, g, u, S.hf[g, ST.HF_ORD_X, u], S.hf[g, ST.HF_ORD_Y, u], S.uf[g, ST.UF_SPEED, u] / P.fps
+            ):
                 S.hi[g, ST.HI_ORD_TYPE, u] = 0
         elif valid_t and (o == 2 or dist2(S, g, u, t) <= (S.uf[g, ST.UF_RNG, u] + 75.0) ** 2):
             if S.vis[g, S.ui[g, ST.UI_TEAM, u], t]:
@@ -1046,7 +1106,9 @@ def update_unit(S, L, P, g, u, rew):
         if w > 2 or w < 0:
             return
         idx = w if S.ui[g, ST.UI_TEAM, u] == 0 else 2 - w
-        if move_toward(S, L, g, u, L.lane_pts[li, idx, 0], L.lane_pts[li, idx, 1], S.uf[g, ST.UF_SPEED, u] / P.fps):
+        if move_toward(
+            S, L, g, u, L.lane_pts[li, idx, 0], L.lane_pts[li, idx, 1], S.uf[g, ST.UF_SPEED, u] / P.fps
+        ):
             S.ui[g, ST.UI_WP, u] = w + 1
         return
     if ut == D.UT_TOWER:
@@ -1063,11 +1125,19 @@ def update_unit(S, L, P, g, u, rew):
         if valid_t:
             attack_or_chase(S, L, P, g, u, t, rew)
         elif dxh * dxh + dyh * dyh > 1.0:
-            if move_toward(S, L, g, u, S.uf[g, ST.UF_HOME_X, u], S.uf[g, ST.UF_HOME_Y, u], S.uf[g, ST.UF_SPEED, u] / P.fps):
+            if move_toward(
+                S,
+                L,
+                g,
+                u,
+                S.uf[g, ST.UF_HOME_X, u],
+                S.uf[g, ST.UF_HOME_Y, u],
+                S.uf[g, ST.UF_SPEED, u] / P.fps,
+            ):
                 S.uf[g, ST.UF_HP, u] = S.uf[g, ST.UF_MAX_HP, u]  # back home: reset like a Dota camp
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False, inline="always")
 def update_hero_economy(S, L, P, g, h, rew):
     """Regeneration, fountain, passive gold, timers, respawn (per tick)."""
     if S.hf[g, ST.HF_BUYBACK_CD, h] > 0.0:
@@ -1104,7 +1174,7 @@ def update_hero_economy(S, L, P, g, h, rew):
     S.uf[g, ST.UF_MANA, h] = min(S.uf[g, ST.UF_MAX_MANA, h], S.uf[g, ST.UF_MANA, h] + mp_gain)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def tick_world(S, L, P, g, rew):
     """Timers that are not per unit: waves, camp and boss respawns."""
     wave_ticks = int(D.WAVE_INTERVAL_S * P.fps)
@@ -1127,27 +1197,28 @@ def tick_world(S, L, P, g, rew):
 
 
 # ---------------------------------------------------------------- the decision step
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def step_game(S, L, P, g, actions, act_kind, act_slot, amask, tmask, rew, invalid):
     """Advance game g by one decision (frameskip ticks). actions [A, 4] (primary, delay, target slot, offset)."""
     H = L.n_heroes
     n_prim = act_kind.shape[0]
     n_tgt = tmask.shape[2]
-    hp0 = np.empty(H)
-    mp0 = np.empty(H)
+    nb = L.bld_end - L.bld_start
+    hp0 = S.sf[0:H]
+    mp0 = S.sf[H : 2 * H]
+    bhp0 = S.sf[2 * H : 2 * H + nb]
+    balive0 = S.sb[0:nb]
+    pend = S.sb[nb : nb + H]
     for h in range(H):
         hp0[h] = health_f(S.uf[g, ST.UF_HP, h] / S.uf[g, ST.UF_MAX_HP, h]) if S.ui[g, ST.UI_ALIVE, h] else 0.0
         mp0[h] = S.uf[g, ST.UF_MANA, h] / S.uf[g, ST.UF_MAX_MANA, h] if S.ui[g, ST.UI_ALIVE, h] else 0.0
-    nb = L.bld_end - L.bld_start
-    bhp0 = np.empty(nb)
-    balive0 = np.empty(nb, np.bool_)
     for b in range(nb):
         u = L.bld_start + b
         bhp0[b] = S.uf[g, ST.UF_HP, u] / S.uf[g, ST.UF_MAX_HP, u]
         balive0[b] = S.ui[g, ST.UI_ALIVE, u]
     # validate against the masks the agent saw; keep the order for its delay frame
-    pend = np.zeros(H, np.bool_)
     for h in range(H):
+        pend[h] = False
         p = actions[h, 0]
         d = actions[h, 1]
         ts = actions[h, 2]
@@ -1173,7 +1244,9 @@ def step_game(S, L, P, g, actions, act_kind, act_slot, amask, tmask, rew, invali
         for h in range(H):
             if pend[h] and actions[h, 1] == f:
                 p = actions[h, 0]
-                if not execute_action(S, L, P, g, h, act_kind[p], act_slot[p], actions[h, 2], actions[h, 3], rew):
+                if not execute_action(
+                    S, L, P, g, h, act_kind[p], act_slot[p], actions[h, 2], actions[h, 3], rew
+                ):
                     invalid[h] += 1
                     clear_prev_action(S, g, h)
         for u in range(L.n_units):
@@ -1221,7 +1294,7 @@ def step_game(S, L, P, g, actions, act_kind, act_slot, amask, tmask, rew, invali
             rew[h, C_WIN] += 1.0 if S.ui[g, ST.UI_TEAM, h] == S.gi[g, ST.GI_WINNER] else -1.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def write_stats(S, L, g, stats):
     for t in range(2):
         stats[ST_KILLS, t] = S.gi[g, ST.GI_KILLS_T + t]
@@ -1238,8 +1311,10 @@ def write_stats(S, L, g, stats):
         stats[ST_NETWORTH, t] += net_worth(S, g, h)
 
 
-@njit(cache=True)
-def step_all(S, L, P, actions, act_kind, act_slot, amask, tmask, rew, invalid, done, winner, game_time, stats):
+@njit(cache=True, _nrt=False)
+def step_all(
+    S, L, P, actions, act_kind, act_slot, amask, tmask, rew, invalid, done, winner, game_time, stats
+):
     """Step every game; a finished game reports its final figures and is reset in place (auto-reset)."""
     for g in range(S.rng.shape[0]):
         step_game(S, L, P, g, actions[g], act_kind, act_slot, amask[g], tmask[g], rew[g], invalid[g])
@@ -1251,7 +1326,15 @@ def step_all(S, L, P, actions, act_kind, act_slot, amask, tmask, rew, invalid, d
             reset_game(S, L, P, g)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
+def refresh_vision_all(S, L, P):
+    """Recompute buckets and fog of war for every game (after the state was edited from Python)."""
+    for g in range(S.rng.shape[0]):
+        build_buckets(S, L, g)
+        compute_vision(S, L, P, g)
+
+
+@njit(cache=True, _nrt=False)
 def reset_all(S, L, P):
     for g in range(S.rng.shape[0]):
         reset_game(S, L, P, g)

@@ -50,7 +50,9 @@ def resolve_pool(cfg: GameConfig) -> np.ndarray:
         by_name = {n.lower(): i for i, n in enumerate(D.HERO_NAMES)}
         unknown = [n for n in cfg.hero_pool if n.lower() not in by_name]
         if unknown:
-            raise BadInput(f"game.hero_pool: unknown hero(es) {', '.join(unknown)} (known: {', '.join(D.HERO_NAMES)})")
+            raise BadInput(
+                f"game.hero_pool: unknown hero(es) {', '.join(unknown)} (known: {', '.join(D.HERO_NAMES)})"
+            )
         pool = sorted({by_name[n.lower()] for n in cfg.hero_pool})
     else:
         pool = list(range(D.N_HEROES))
@@ -143,14 +145,36 @@ class MobaEnv:
         winner = np.full(G, -1, np.int8)
         game_time = np.zeros(G, np.float64)
         stats = np.zeros((G, len(STAT_NAMES), 2), np.float64)
-        C.step_all(self.core_state, self.layout, self.params, actions, self.act_kind, self.act_slot,
-                   self._obs["action_mask"], self._obs["target_mask"], rew, invalid, done, winner, game_time,
-                   stats)
+        C.step_all(
+            self.core_state,
+            self.layout,
+            self.params,
+            actions,
+            self.act_kind,
+            self.act_slot,
+            self._obs["action_mask"],
+            self._obs["target_mask"],
+            rew,
+            invalid,
+            done,
+            winner,
+            game_time,
+            stats,
+        )
         self._obs = self._encode()
         info = {"winner": winner, "game_time": game_time.astype(np.float32), "invalid_actions": invalid}
         for i, name in enumerate(STAT_NAMES):
             info[name] = stats[:, i, :].copy()
         return self._obs, rew.astype(np.float32), done, info
+
+    def observe(self) -> dict[str, np.ndarray]:
+        """Re-encode the current state (after editing ``env.state`` in a test or a scenario) and return it;
+        the next ``step`` validates actions against this observation."""
+        if self._obs is None:
+            raise BadInput("MobaEnv.observe() called before reset()")
+        C.refresh_vision_all(self.core_state, self.layout, self.params)
+        self._obs = self._encode()
+        return self._obs
 
     def valid_actions(self, obs: dict[str, np.ndarray] | None = None):
         """(action_mask [G, A, P], target_mask [G, A, P, T], param_mask [G, A, P, 2]) of the current (or given)
@@ -177,9 +201,11 @@ def sample_valid_actions(rng, action_mask, target_mask, param_mask, delays=4, n_
     u[~am] = -1.0
     primary = u.argmax(axis=1)
     tm = target_mask.reshape(n, target_mask.shape[-2], target_mask.shape[-1])[np.arange(n), primary]
-    ut = rng.random(tm.shape)
-    ut[~tm] = -1.0
-    target = np.where(tm.any(axis=1), ut.argmax(axis=1), 0)
+    target = np.zeros(n, np.int64)
+    if tm.shape[1]:
+        ut = rng.random(tm.shape)
+        ut[~tm] = -1.0
+        target = np.where(tm.any(axis=1), ut.argmax(axis=1), 0)
     out = np.zeros((n, 4), np.int32)
     out[:, 0] = primary
     out[:, 1] = rng.integers(0, delays, n)

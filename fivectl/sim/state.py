@@ -1,8 +1,12 @@
 """State arrays of the batched MOBA and the static map layout.
 
-All state lives in numpy arrays with a leading game axis ``G`` (struct of arrays), so numba kernels, the
-observation encoder and the scripted bots (``fivectl.sim.bots``) read the same memory. ``MobaEnv.state`` is a
-:class:`State`, ``MobaEnv.layout`` a :class:`Layout`. Read-only for anything but ``core.py``.
+All state lives in a few field-major numpy arrays with a leading game axis ``G`` (``MobaEnv.core_state``, a
+:class:`State`: ``uf[G, UF_*, U]`` unit floats, ``ui`` unit ints, ``hf/hi[G, HF_*/HI_*, H]`` hero floats/ints,
+``gf/gi`` per game, ``ls`` last seen, ...), so numba kernels, the observation encoder and the scripted bots
+(``fivectl.sim.bots``) read the same memory. ``MobaEnv.state`` gives the same memory as *named views* (no
+copies; see :func:`state_views`), which is what bots should use: ``env.state.x[g, u]``,
+``env.state.abil_cd[g, h, k]``. ``MobaEnv.layout`` is a :class:`Layout`. Read-only for anything but ``core.py``
+(tests and scenarios may edit it, then call ``MobaEnv.observe()``).
 
 Unit table (``[G, U]``, one row per unit slot; a slot's meaning is fixed by the layout):
 
@@ -12,7 +16,7 @@ Unit table (``[G, U]``, one row per unit slot; a slot's meaning is fixed by the 
 - ``L.neu_start .. L.neu_end``: neutral creeps (two per camp), the boss is the last of them (``L.boss``);
 - ``L.creep_start .. U``: lane creeps, ``CREEP_SLOTS_PER_LANE`` slots per lane, reused after death.
 
-Unit columns: ``alive`` bool; ``team`` int (0, 1, 2 = neutral); ``utype`` int (``data.UT_*``); ``x, y``
+Unit columns: ``alive`` int 0/1; ``team`` int (0, 1, 2 = neutral); ``utype`` int (``data.UT_*``); ``x, y``
 position; ``hp, max_hp, mana, max_mana``; ``dmg`` attack damage; ``armor``; ``rng_`` attack range; ``bat``
 attack interval in s; ``speed`` move speed; ``vision`` radius; ``atk_cd`` ticks until the next attack;
 ``target`` unit index attacked (-1 none); ``stun_t, slow_t, buff_t, heal_t, mregen_t`` ticks left of an
@@ -49,27 +53,82 @@ import numpy as np
 from fivectl.sim import data as D
 
 UNIT_F64 = (
-    "x", "y", "hp", "max_hp", "mana", "max_mana", "dmg", "armor", "rng_", "bat", "speed", "vision", "atk_cd",
-    "stun_t", "slow_t", "slow_frac", "buff_t", "buff_dmg", "heal_t", "heal_rate", "mregen_t", "mregen_rate",
-    "hp_regen", "mana_regen", "home_x", "home_y", "bounty_gold", "bounty_xp", "acq_range",
+    "x",
+    "y",
+    "hp",
+    "max_hp",
+    "mana",
+    "max_mana",
+    "dmg",
+    "armor",
+    "rng_",
+    "bat",
+    "speed",
+    "vision",
+    "atk_cd",
+    "stun_t",
+    "slow_t",
+    "slow_frac",
+    "buff_t",
+    "buff_dmg",
+    "heal_t",
+    "heal_rate",
+    "mregen_t",
+    "mregen_rate",
+    "hp_regen",
+    "mana_regen",
+    "home_x",
+    "home_y",
+    "bounty_gold",
+    "bounty_xp",
+    "acq_range",
 )
 UNIT_I32 = ("alive", "team", "utype", "target", "lane", "wp", "last_attacker", "tier")
 HERO_F64 = (
-    "xp", "gold", "respawn_t", "buyback_cd", "ord_x", "ord_y", "aggro_t", "gold_spent_total", "start_x", "start_y",
+    "xp",
+    "gold",
+    "respawn_t",
+    "buyback_cd",
+    "ord_x",
+    "ord_y",
+    "aggro_t",
+    "gold_spent_total",
+    "start_x",
+    "start_y",
 )
 HERO_F64_SLOTS = {"abil_cd": 4, "item_cd": D.N_ITEM_SLOTS}
 HERO_I32 = (
-    "hero_id", "level", "extra_life", "kills", "deaths", "last_hits", "denies", "lane_assign", "ord_type",
-    "ord_target", "plan_ptr",
+    "hero_id",
+    "level",
+    "extra_life",
+    "kills",
+    "deaths",
+    "last_hits",
+    "denies",
+    "lane_assign",
+    "ord_type",
+    "ord_target",
+    "plan_ptr",
 )
 HERO_I32_SLOTS = {
-    "abil_id": 4, "abil_lvl": 4, "item_id": D.N_ITEM_SLOTS, "item_chg": D.N_ITEM_SLOTS,
-    "item_plan": D.ITEM_PLAN_LEN, "prev_action": 4,
+    "abil_id": 4,
+    "abil_lvl": 4,
+    "item_id": D.N_ITEM_SLOTS,
+    "item_chg": D.N_ITEM_SLOTS,
+    "item_plan": D.ITEM_PLAN_LEN,
+    "prev_action": 4,
 }
 GAME_F64 = ("boss_respawn_t", "boss_hp_mult")
 GAME_F64_SLOTS = {"camp_respawn_t": len(D.CAMPS)}
 GAME_I64 = ("tick", "winner", "done")
-GAME_I64_TEAMS = ("kills_t", "towers_destroyed", "barracks_destroyed", "boss_kills", "team_last_hits", "team_denies")
+GAME_I64_TEAMS = (
+    "kills_t",
+    "towers_destroyed",
+    "barracks_destroyed",
+    "boss_kills",
+    "team_last_hits",
+    "team_denies",
+)
 LASTSEEN = ("tick", "x", "y", "hp", "max_hp", "mana", "max_mana", "level")
 
 
@@ -100,24 +159,78 @@ for _cols in (_UF, _UI, _HF, _HI, _GF, _GI, _LS):
 
 # The compact state the kernels take: a handful of field-major arrays (one namedtuple argument with few
 # members keeps numba calls cheap and compilation fast).
-State = namedtuple("State", ("uf", "ui", "hf", "hi", "gf", "gi", "rng", "vis", "ls", "slot_unit", "bhead", "bnext"))
+# ``sf, si, sb, srew`` are per-process scratch buffers: the kernels run with numba's allocator off (``_nrt=False``)
+# because reference counting of array arguments dominated the cost of every kernel call.
+State = namedtuple(
+    "State",
+    (
+        "uf",
+        "ui",
+        "hf",
+        "hi",
+        "gf",
+        "gi",
+        "rng",
+        "vis",
+        "ls",
+        "slot_unit",
+        "bhead",
+        "bnext",
+        "sf",
+        "si",
+        "sb",
+        "srew",
+    ),
+)
+SCRATCH_MAX_COUNT = 64  # largest unit-set count the encoder's scratch allows
 
 Layout = namedtuple(
     "Layout",
     (
-        "n_units", "n_heroes", "team_size", "n_lanes", "bld_start", "bld_end", "neu_start", "neu_end", "boss",
-        "creep_start", "n_camps",
-        "b_team", "b_utype", "b_tier", "b_lane", "b_x", "b_y", "b_hp", "b_prot", "b_prot_all",
-        "n_camp", "n_x", "n_y", "n_stats",
-        "lane_pts", "walk", "lanegrid", "ancient",
+        "n_units",
+        "n_heroes",
+        "team_size",
+        "n_lanes",
+        "bld_start",
+        "bld_end",
+        "neu_start",
+        "neu_end",
+        "boss",
+        "creep_start",
+        "n_camps",
+        "b_team",
+        "b_utype",
+        "b_tier",
+        "b_lane",
+        "b_x",
+        "b_y",
+        "b_hp",
+        "b_prot",
+        "b_prot_all",
+        "n_camp",
+        "n_x",
+        "n_y",
+        "n_stats",
+        "lane_pts",
+        "walk",
+        "lanegrid",
+        "ancient",
     ),
 )
 
 Params = namedtuple(
     "Params",
     (
-        "fps", "frameskip", "time_limit_ticks", "fog", "rand_init", "rand_lanes", "rand_boss", "rand_lineup",
-        "rand_items", "pool",
+        "fps",
+        "frameskip",
+        "time_limit_ticks",
+        "fog",
+        "rand_init",
+        "rand_lanes",
+        "rand_boss",
+        "rand_lineup",
+        "rand_items",
+        "pool",
     ),
 )
 
@@ -177,13 +290,34 @@ def build_layout(team_size: int, lanes: int) -> Layout:
     creep_start = neu_end
     n_units = creep_start + lanes * D.CREEP_SLOTS_PER_LANE
     return Layout(
-        n_units=n_units, n_heroes=H, team_size=team_size, n_lanes=lanes, bld_start=bld_start, bld_end=bld_end,
-        neu_start=neu_start, neu_end=neu_end, boss=neu_end - 1, creep_start=creep_start, n_camps=n_camps,
-        b_team=np.array(b_team, np.int32), b_utype=np.array(b_utype, np.int32), b_tier=np.array(b_tier, np.int32),
-        b_lane=np.array(b_lane, np.int32), b_x=np.array(b_x), b_y=np.array(b_y), b_hp=np.array(b_hp),
-        b_prot=np.array(b_prot, np.int32), b_prot_all=np.array(b_prot_all, np.bool_),
-        n_camp=np.array(n_camp, np.int32), n_x=np.array(n_x), n_y=np.array(n_y), n_stats=np.stack(n_stats),
-        lane_pts=lane_pts, walk=D.walkable_grid(), lanegrid=D.lane_grid(lanes), ancient=ancient,
+        n_units=n_units,
+        n_heroes=H,
+        team_size=team_size,
+        n_lanes=lanes,
+        bld_start=bld_start,
+        bld_end=bld_end,
+        neu_start=neu_start,
+        neu_end=neu_end,
+        boss=neu_end - 1,
+        creep_start=creep_start,
+        n_camps=n_camps,
+        b_team=np.array(b_team, np.int32),
+        b_utype=np.array(b_utype, np.int32),
+        b_tier=np.array(b_tier, np.int32),
+        b_lane=np.array(b_lane, np.int32),
+        b_x=np.array(b_x),
+        b_y=np.array(b_y),
+        b_hp=np.array(b_hp),
+        b_prot=np.array(b_prot, np.int32),
+        b_prot_all=np.array(b_prot_all, np.bool_),
+        n_camp=np.array(n_camp, np.int32),
+        n_x=np.array(n_x),
+        n_y=np.array(n_y),
+        n_stats=np.stack(n_stats),
+        lane_pts=lane_pts,
+        walk=D.walkable_grid(),
+        lanegrid=D.lane_grid(lanes),
+        ancient=ancient,
     )
 
 
@@ -211,6 +345,10 @@ def alloc_state(num_games: int, layout: Layout, n_agents: int, n_targets: int) -
         slot_unit=np.full((G, n_agents, max(n_targets, 1)), -1, np.int32),
         bhead=np.full((G, D.N_BUCKET_SIDE * D.N_BUCKET_SIDE), -1, np.int32),
         bnext=np.full((G, U), -1, np.int32),
+        sf=np.zeros(2 * U + SCRATCH_MAX_COUNT, np.float64),
+        si=np.zeros(U + SCRATCH_MAX_COUNT + D.N_HEROES, np.int64),
+        sb=np.zeros(2 * U + SCRATCH_MAX_COUNT, np.bool_),
+        srew=np.zeros((H, 17), np.float64),
     )
 
 

@@ -33,7 +33,7 @@ import shutil
 import sys
 import warnings
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -295,13 +295,14 @@ class CheckpointStore:
     def milestones(self, milestone_every: int) -> list[int]:
         return [v for v in self.versions() if _is_milestone(v, milestone_every)]
 
-    def prune(self, keep_last: int, milestone_every: int = 0) -> list[int]:
-        """Delete all but the newest ``keep_last`` versions and multiples of ``milestone_every`` (0 = none).
-        Returns the deleted versions. Each version disappears atomically (renamed away, then removed)."""
+    def prune(self, keep_last: int, milestone_every: int = 0, keep: Iterable[int] = ()) -> list[int]:
+        """Delete all but the newest ``keep_last`` versions, multiples of ``milestone_every`` (0 = none) and the
+        versions in ``keep`` (e.g. the opponent pool's). Returns the deleted versions. Each version disappears
+        atomically (renamed away, then removed)."""
         if keep_last < 1:
             raise BadInput(f"keep_last must be >= 1, got {keep_last}")
         versions = self.versions()
-        keep = set(versions[-keep_last:]) | set(self.milestones(milestone_every))
+        keep = set(versions[-keep_last:]) | set(self.milestones(milestone_every)) | set(keep)
         doomed = [v for v in versions if v not in keep]
         for v in doomed:
             self._remove_dir(self._vdir(v))

@@ -12,7 +12,7 @@ import pytest
 from fivectl.config import GameConfig
 from fivectl.schema import ObsSchema
 from fivectl.schema.spec import schema_from_dict
-from fivectl.sim.components import COMPONENT_INDEX, REWARD_COMPONENTS
+from fivectl.sim.components import REWARD_COMPONENTS
 
 ATTACK = 2
 
@@ -90,7 +90,6 @@ class FakeEnv:
         attacking = (actions[..., 0] == ATTACK) & ~invalid
         self.attacks += attacking.reshape(self.num_games, 2, self.team_size).sum(axis=2)
         rewards = np.zeros((self.num_games, self.agents_per_game, len(REWARD_COMPONENTS)), dtype=np.float32)
-        rewards[..., COMPONENT_INDEX["kill"]] = attacking
         self.t += 1
         done = self.t >= self.length
         winner = np.full(self.num_games, -1, dtype=np.int8)  # running or draw
@@ -102,7 +101,10 @@ class FakeEnv:
             "winner": winner,
             "game_time": (self.t * 4 / 30).astype(np.float32),
             "invalid_actions": invalid.astype(np.int64),
+            "kills": self.attacks.copy(),  # per team, this game so far: one kill per attacking hero-step
             "towers_destroyed": towers,
+            "last_hits": 2 * self.attacks,
+            "denies": np.zeros((self.num_games, 2)),
         }
         for g in np.flatnonzero(done):
             self._new_game(g)

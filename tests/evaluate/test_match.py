@@ -54,6 +54,7 @@ def test_winner_is_attributed_to_the_agent_not_the_team(fake_env, fake_schema, t
     assert r.a_kills_mean == pytest.approx(team_size * lengths.mean())
     assert r.b_kills_mean == 0.0
     assert (r.a_towers_mean, r.b_towers_mean) == (1.0, 0.0)
+    assert (r.a_last_hits_mean, r.b_last_hits_mean) == (2 * r.a_kills_mean, 0.0)
     assert r.mean_game_seconds == pytest.approx(lengths.mean() * 4 / 30, rel=1e-5)
     assert r.a_invalid_action_rate == 0.0
 

@@ -44,6 +44,11 @@ def tiny_recipe(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture
+def cli():
+    return fivectl
+
+
 def fivectl(*args: str, timeout: float = 240, **kwargs) -> subprocess.CompletedProcess:
     """Run the real CLI in a subprocess (the kill tests need a real process)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}

@@ -81,3 +81,31 @@ def test_bad_inputs(tiny_recipe, tmp_path):
         cuda = train(str(tiny_recipe), "--run", str(tmp_path / "r3"), "--device", "cuda")
         assert cuda.exit_code == 2 and "no CUDA device" in cuda.stderr
         assert not (tmp_path / "r3").exists()
+
+
+def test_opponent_pool_grows_is_kept_and_resumes(tiny_recipe, tmp_path):
+    run = tmp_path / "run"
+    first = train(
+        str(tiny_recipe),
+        "--run",
+        str(run),
+        "--max-samples",
+        "700",
+        "--set",
+        "selfplay.add_every=2",
+        "--set",
+        "train.keep_last=1",
+    )
+    assert first.exit_code == 0, first.output
+    store = CheckpointStore(run / "checkpoints.zarr")
+    pool = store.load().attrs["opponent_pool"]
+    versions = pool["versions"]
+    assert len(versions) >= 2 and all(v % 2 == 0 for v in versions)
+    assert set(versions) <= set(store.versions())  # pool versions survive pruning (keep_last=1)
+    table = MetricsLog(run / "metrics").read()
+    assert table.column("pool_size").to_pylist()[-1] == len(versions)
+    # Some games were played against past versions: only the learner's side is trained on then.
+    again = train("--run", str(run), "--resume", "--max-samples", "1200")
+    assert again.exit_code == 0, again.output
+    after = CheckpointStore(run / "checkpoints.zarr").load().attrs["opponent_pool"]
+    assert after["versions"][: len(versions)] == versions

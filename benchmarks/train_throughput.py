@@ -1,0 +1,111 @@
+"""End-to-end training throughput: the actor-learner (2 workers) against a synchronous single-process baseline.
+
+    .venv/bin/python benchmarks/train_throughput.py --minutes 3 --json
+
+Both runs train the same recipe (default: the quickstart) on the same game and model for the same wall time.
+The baseline is ``--workers 0``: one process that alternates rollout and learning, like CleanRL's ppo.py.
+Reports samples/s (agent-steps trained on per second, after start-up) and where the time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow.compute as pc
+
+from fivectl.store.metrics import MetricsLog
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_training(recipe: Path, workers: int, minutes: float, run_dir: Path, extra: list[str]) -> dict:
+    started = time.perf_counter()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fivectl.cli.main",
+            "train",
+            str(recipe),
+            "--run",
+            str(run_dir),
+            "--workers",
+            str(workers),
+            "--max-minutes",
+            str(minutes),
+            "--json",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"training failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    summary = json.loads(proc.stdout)
+    table = MetricsLog(run_dir / "metrics").read()
+    # Steady state: skip the first 20% of iterations (start-up, compile, first fragments).
+    n = table.num_rows
+    steady = table.slice(n // 5) if n >= 5 else table
+    first, last = steady.column("samples")[0].as_py(), steady.column("samples")[-1].as_py()
+    t0, t1 = steady.column("wall_seconds")[0].as_py(), steady.column("wall_seconds")[-1].as_py()
+
+    def total(name: str) -> float:
+        return float(pc.sum(steady.column(name)).as_py() or 0.0) if name in steady.column_names else 0.0
+
+    sim = steady.column("seconds_sim_total")
+    infer = steady.column("seconds_infer_total")
+    return {
+        "workers": workers,
+        "minutes": minutes,
+        "samples": summary["samples"],
+        "iterations": summary["iterations"],
+        "samples_per_s": (last - first) / max(t1 - t0, 1e-9),
+        "samples_per_s_overall": summary["samples"] / max(time.perf_counter() - started, 1e-9),
+        "staleness_mean": float(pc.mean(steady.column("staleness_mean")).as_py()),
+        "time_split_s": {
+            "simulation (workers, summed)": sim[-1].as_py() - sim[0].as_py(),
+            "inference (workers, summed)": infer[-1].as_py() - infer[0].as_py(),
+            "learner": total("seconds_learn"),
+            "transfer (copy out of shared memory)": total("seconds_copy"),
+            "learner waiting for fragments": total("seconds_wait"),
+            "wall": t1 - t0,
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--minutes", type=float, default=3.0, help="wall-clock minutes per configuration")
+    parser.add_argument("--recipe", type=Path, default=REPO / "recipes" / "quickstart.toml")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--set", action="append", default=[], dest="overrides")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    extra = [x for o in args.overrides for x in ("--set", o)]
+    with tempfile.TemporaryDirectory() as tmp:
+        actor_learner = run_training(args.recipe, args.workers, args.minutes, Path(tmp) / "async", extra)
+        baseline = run_training(args.recipe, 0, args.minutes, Path(tmp) / "sync", extra)
+    result = {
+        "recipe": str(args.recipe),
+        "actor_learner": actor_learner,
+        "synchronous_baseline": baseline,
+        "speedup": actor_learner["samples_per_s"] / max(baseline["samples_per_s"], 1e-9),
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"actor-learner ({args.workers} workers): {actor_learner['samples_per_s']:,.0f} samples/s")
+        print(f"synchronous baseline:       {baseline['samples_per_s']:,.0f} samples/s")
+        print(f"speedup: {result['speedup']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

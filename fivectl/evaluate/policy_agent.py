@@ -1,0 +1,97 @@
+"""Agents that play a trained checkpoint: specs ``RUN_DIR@latest`` and ``RUN_DIR@VERSION``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from fivectl.config import ModelConfig, recipe_from_dict
+from fivectl.errors import BadInput
+from fivectl.evaluate.agents import register_agent_kind, select_team
+from fivectl.model import PolicyNet
+from fivectl.schema import ObsSchema
+from fivectl.store.checkpoint import CheckpointStore
+from fivectl.store.rundir import RunDir
+
+
+def split_spec(spec: str) -> tuple[Path, str]:
+    path, _, version = spec.rpartition("@")
+    if not path or not version:
+        raise BadInput(f"agent {spec!r}: expected RUN_DIR@latest or RUN_DIR@VERSION")
+    return Path(path), version
+
+
+def resolve_version(store: CheckpointStore, version: str, spec: str) -> int:
+    versions = store.versions()
+    if not versions:
+        raise BadInput(f"agent {spec!r}: the run has no checkpoint yet")
+    if version == "latest":
+        return versions[-1]
+    try:
+        number = int(version.lstrip("v"))
+    except ValueError:
+        raise BadInput(f"agent {spec!r}: version must be 'latest' or a number, got {version!r}") from None
+    if number not in versions:
+        shown = ", ".join(map(str, versions[-10:]))
+        raise BadInput(f"agent {spec!r}: no checkpoint v{number} (available: {shown})")
+    return number
+
+
+def load_policy(run_dir: Path, version: int) -> tuple[PolicyNet, dict[str, Any]]:
+    """The network of checkpoint ``version`` of a run, with the checkpoint's own schema and model config."""
+    store = CheckpointStore(RunDir.open(run_dir).checkpoints_path)
+    ckpt = store.load(version)
+    attrs = ckpt.attrs
+    schema = ObsSchema.from_json(attrs["schema"])
+    model_cfg = recipe_from_dict({"model": attrs["model_config"]}).model
+    assert isinstance(model_cfg, ModelConfig)
+    net = PolicyNet(schema, model_cfg, int(attrs["team_size"]))
+    net.load_state_dict({k: torch.from_numpy(np.array(ckpt.arrays["model"][k])) for k in attrs["model_keys"]})
+    net.eval()
+    return net, attrs
+
+
+class PolicyAgent:
+    """A checkpoint's policy, sampling its actions (as in training); LSTM state per hero, reset at game starts."""
+
+    def __init__(self, spec: str, deterministic: bool = False):
+        run_dir, version = split_spec(spec)
+        run = RunDir.open(run_dir)
+        self.version = resolve_version(CheckpointStore(run.checkpoints_path), version, spec)
+        self.spec = spec
+        self.net, attrs = load_policy(run_dir, self.version)
+        self.schema_version = int(attrs["schema_version"])
+        self.team_size = int(attrs["team_size"])
+        self.deterministic = deterministic
+        self.state = None
+
+    def reset(self, num_games: int, seed: int | None = None) -> None:
+        self.state = self.net.initial_state(num_games * self.team_size)
+        if seed is not None:
+            torch.manual_seed(seed)
+
+    @torch.no_grad()
+    def act(self, env: Any, obs: dict[str, np.ndarray], team: np.ndarray, first: np.ndarray) -> np.ndarray:
+        k = self.team_size
+        mine = select_team(obs, team, k)  # [G, k, ...]
+        games = len(team)
+        flat = {
+            key: torch.from_numpy(np.ascontiguousarray(v.reshape(games * k, *v.shape[2:])))
+            for key, v in mine.items()
+        }
+        first_rows = torch.from_numpy(np.repeat(np.asarray(first, dtype=bool), k))
+        out = self.net.act(flat, self.state, first_rows, deterministic=self.deterministic)
+        self.state = out.state
+        return out.actions.numpy().astype(np.int32).reshape(games, k, 4)
+
+
+def is_checkpoint_spec(spec: str) -> bool:
+    return "@" in spec and not spec.startswith("bot:")
+
+
+register_agent_kind(
+    "checkpoint", is_checkpoint_spec, PolicyAgent, examples=("RUN_DIR@latest", "RUN_DIR@VERSION")
+)

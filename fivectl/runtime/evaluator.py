@@ -1,0 +1,81 @@
+"""Periodic TrueSkill evaluation during training, in its own process so the learner is not slowed.
+
+Every ``eval.every_versions`` versions the trainer checkpoints the version and hands it to one evaluation
+process (if the previous one is still busy, that version is skipped). Ratings land in the run's league, where
+the trainer reads the latest one back for its metrics and live view.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+from pathlib import Path
+
+from fivectl.errors import FivectlError
+
+
+def _evaluate(run_dir: str, version: int, games: int) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    from fivectl.evaluate.run_eval import evaluate_run
+
+    try:
+        evaluate_run(Path(run_dir), versions=str(version), games=games)
+    except FivectlError:
+        pass  # e.g. the league is busy with a `fivectl evaluate` the user started: the next version will do
+
+
+class PeriodicEvaluator:
+    def __init__(self, run_dir: Path, every_versions: int, games: int):
+        self.run_dir = Path(run_dir)
+        self.every = every_versions
+        self.games = games
+        self.ctx = mp.get_context("spawn")
+        self.proc = None
+        self.submitted: list[int] = []
+
+    @property
+    def enabled(self) -> bool:
+        return self.every > 0
+
+    def due(self, version: int) -> bool:
+        return self.enabled and version > 0 and version % self.every == 0 and version not in self.submitted
+
+    def busy(self) -> bool:
+        return self.proc is not None and self.proc.is_alive()
+
+    def submit(self, version: int) -> bool:
+        if self.busy():
+            return False
+        self.proc = self.ctx.Process(
+            target=_evaluate, args=(str(self.run_dir), version, self.games), daemon=True, name="fivectl-eval"
+        )
+        self.proc.start()
+        self.submitted.append(version)
+        return True
+
+    def latest_rating(self) -> dict | None:
+        """mu/sigma of the newest rated version, read from the league file (None before the first)."""
+        path = self.run_dir / "league" / "league.json"
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        agents = data.get("agents", {})
+        rated = [
+            a
+            for a in (agents.values() if isinstance(agents, dict) else agents)
+            if isinstance(a, dict) and a.get("version") is not None
+        ]
+        if not rated:
+            return None
+        newest = max(rated, key=lambda a: a["version"])
+        return {"version": newest["version"], "mu": newest["mu"], "sigma": newest["sigma"]}
+
+    def close(self, wait_s: float = 0.0) -> None:
+        if self.proc is not None:
+            self.proc.join(timeout=wait_s)
+            if self.proc.is_alive():
+                self.proc.terminate()
+                self.proc.join(timeout=5)

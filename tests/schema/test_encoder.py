@@ -1,0 +1,103 @@
+import dataclasses
+
+import numpy as np
+import pytest
+
+from fivectl.errors import BadInput
+from fivectl.schema import load_schema
+from fivectl.schema.encoder import compile_schema
+from fivectl.schema.spec import Field
+from tests.sim.conftest import make_env, noop, place
+
+
+@pytest.fixture(scope="module")
+def schema():
+    return load_schema(1)
+
+
+@pytest.mark.parametrize("team_size,lanes", [(1, 1), (5, 3)])
+def test_arrays_match_the_schema_specs(schema, team_size, lanes):
+    env = make_env(schema, 2, team_size=team_size, lanes=lanes)
+    obs, *_ = env.step(noop(env))
+    specs = schema.array_specs()
+    assert set(obs) == set(specs)
+    for key, (shape, dtype) in specs.items():
+        assert obs[key].shape == (2, 2 * team_size, *shape), key
+        assert obs[key].dtype == np.dtype(dtype), key
+        assert obs[key].flags.c_contiguous
+    assert obs["heroes.mask"][:, :, 0].all()  # the controlled hero is its own closest hero
+    cols = schema.group("heroes").float_columns()
+    assert (obs["heroes.float"][:, :, 0, cols["is_self"]] == 1).all()
+
+
+def test_param_mask_and_categoricals(schema):
+    env = make_env(schema)
+    obs = env.observe()
+    pm = obs["param_mask"][0, 0]
+    assert pm[1].tolist() == [False, True]  # move: offset
+    assert pm[2].tolist() == [True, False]  # attack: unit
+    assert pm[0].tolist() == [False, False]
+    hero_id = obs["self.cat"][0, 0, schema.group("self").cat_columns()["hero_id"]]
+    assert int(hero_id[0]) == env.state.hero_id[0, 0] + 1
+
+
+def test_fog_hides_enemies_and_keeps_the_last_seen_hero(schema):
+    env = make_env(schema)
+    cols = schema.group("heroes").float_columns()
+    place(env, 0, 3200, 3000)
+    place(env, 1, 3000, 3000)
+    obs = env.observe()
+    assert obs["heroes.mask"][0, 0].tolist()[:2] == [True, True]
+    assert obs["heroes.float"][0, 0, 1, cols["visible"]] == 1
+    place(env, 1, 9000, 2000)  # out of every team-0 unit's vision
+    obs = env.observe()
+    enemy = obs["heroes.float"][0, 0, 1]
+    assert obs["heroes.mask"][0, 0, 1] and enemy[cols["visible"]] == 0
+    assert enemy[cols["dx"]] == pytest.approx(-0.2)  # at its last seen position
+    assert not obs["target_mask"][0, 0, 2, 1]  # cannot be attacked while unseen
+    for _ in range(3):
+        obs, *_ = env.step(noop(env))
+    assert obs["heroes.float"][0, 0, 1, cols["seen_age"]] == pytest.approx(0.4)
+    # every creep agent 0 observes is visible to its team
+    first = schema.target_offsets()["creeps"]
+    for k in np.flatnonzero(obs["creeps.mask"][0, 0]):
+        u = env.state.slot_unit[0, 0, first + k]
+        assert env.state.vis[0, 0, u]
+
+
+def test_no_fog_shows_everything(schema):
+    env = make_env(schema, fog_of_war=False)
+    place(env, 1, 9000, 2000)
+    obs = env.observe()
+    cols = schema.group("heroes").float_columns()
+    assert obs["heroes.mask"][0, 0, 1] and obs["heroes.float"][0, 0, 1, cols["visible"]] == 1
+
+
+def test_retired_fields_are_constants_and_unknown_fields_fail(schema):
+    g = schema.group("global")
+    retired = tuple(
+        dataclasses.replace(f, retired=True, constant=3.5) if f.name == "game_time" else f for f in g.fields
+    )
+    s2 = dataclasses.replace(
+        schema, groups=tuple(dataclasses.replace(x, fields=retired) if x is g else x for x in schema.groups)
+    )
+    env = make_env(s2)
+    obs, *_ = env.step(noop(env))
+    assert (obs["global.float"][..., g.float_columns()["game_time"]] == 3.5).all()
+    bad = dataclasses.replace(g, fields=g.fields + (Field(name="moon_phase"),))
+    s3 = dataclasses.replace(schema, groups=tuple(bad if x is g else x for x in schema.groups))
+    with pytest.raises(BadInput, match="moon_phase"):
+        compile_schema(s3)
+
+
+def test_a_new_field_only_needs_the_registry(schema):
+    """Schema v2 style change: append a registered field; the layout grows by its column at the end."""
+    g = schema.group("creeps")
+    grown = dataclasses.replace(g, fields=g.fields + (Field(name="armor"),))
+    s2 = dataclasses.replace(schema, version=2, groups=tuple(grown if x is g else x for x in schema.groups))
+    env = make_env(s2)
+    obs, *_ = env.step(noop(env))
+    assert obs["creeps.float"].shape[-1] == g.n_float + 1
+    old = make_env(schema)
+    obs_old, *_ = old.step(noop(old))
+    assert np.array_equal(obs["creeps.float"][..., :-1], obs_old["creeps.float"])

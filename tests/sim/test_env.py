@@ -1,0 +1,217 @@
+import numpy as np
+import pytest
+
+from fivectl.config.game import GameConfig
+from fivectl.errors import BadInput
+from fivectl.sim import COMPONENT_INDEX, MobaEnv
+from fivectl.sim import data as D
+from fivectl.sim.core import health_f
+from tests.sim.conftest import enemy_creep, make_env, noop, place, slot_of
+
+P = {"noop": 0, "move": 1, "attack": 2, "buyback": 10}
+
+
+def run(env, steps, seed):
+    rng = np.random.default_rng(seed)
+    trace = []
+    for _ in range(steps):
+        obs, rew, done, info = env.step(env.sample_random_actions(rng))
+        trace.append((obs, rew, done, info))
+    return trace
+
+
+def test_same_seed_same_actions_is_bit_identical(schema):
+    a = run(make_env(schema, 2, seed=7, randomize_lineup=True, randomize_initial_state=True), 40, 1)
+    b = run(make_env(schema, 2, seed=7, randomize_lineup=True, randomize_initial_state=True), 40, 1)
+    for (oa, ra, *_), (ob, rb, *_) in zip(a, b, strict=True):
+        assert all(np.array_equal(oa[k], ob[k]) for k in oa)
+        assert np.array_equal(ra, rb)
+    c = run(make_env(schema, 2, seed=8, randomize_lineup=True, randomize_initial_state=True), 1, 1)
+    assert not np.array_equal(a[0][0]["self.float"], c[0][0]["self.float"])
+
+
+def test_a_game_does_not_depend_on_the_batch_size(schema):
+    one = make_env(schema, 1, seed=3, randomize_initial_state=True)
+    three = make_env(schema, 3, seed=3, randomize_initial_state=True)
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        act = one.sample_random_actions(rng)
+        batch = noop(three)
+        batch[0] = act[0]
+        o1, r1, _, _ = one.step(act)
+        o3, r3, _, _ = three.step(batch)
+        assert np.array_equal(r1[0], r3[0])
+        assert all(np.array_equal(o1[k][0], o3[k][0]) for k in o1)
+
+
+def test_masked_and_malformed_actions_are_counted_noops(schema):
+    env = make_env(schema)
+    act = noop(env)
+    act[0, 0] = (P["buyback"], 0, 0, 0)  # masked: the hero is alive
+    act[0, 1] = (99, 0, 0, 0)  # no such primary
+    _, _, _, info = env.step(act)
+    assert info["invalid_actions"][0].tolist() == [1, 1]
+    assert env.state.prev_action[0, 0].tolist() == [0, 0, 0, 0]
+    act = noop(env)
+    act[0, 0] = (P["attack"], 0, env.schema.n_targets - 1, 0)  # an empty target slot
+    act[0, 1] = (P["move"], 7, 0, 40)  # delay out of range
+    _, _, _, info = env.step(act)
+    assert info["invalid_actions"][0].tolist() == [1, 1]
+
+
+def test_dead_hero_can_only_noop_or_buy_back(schema):
+    env = make_env(schema)
+    s = env.state
+    s.alive[0, 0] = 0
+    s.respawn_t[0, 0] = 300.0
+    s.gold[0, 0] = 0.0
+    obs = env.observe()
+    assert obs["action_mask"][0, 0].tolist() == [True] + [False] * 10
+    act = noop(env)
+    act[0, 0] = (P["move"], 0, 0, 10)
+    _, _, _, info = env.step(act)
+    assert info["invalid_actions"][0, 0] == 1
+    s.gold[0, 0] = 5000.0
+    obs = env.observe()
+    assert obs["action_mask"][0, 0, P["buyback"]]
+    act[0, 0] = (P["buyback"], 0, 0, 0)
+    _, rew, _, info = env.step(act)
+    assert info["invalid_actions"][0, 0] == 0 and s.alive[0, 0] == 1
+
+
+def test_random_valid_actions_are_rarely_invalid(schema):
+    env = make_env(schema, 4, team_size=2, lanes=3)
+    trace = run(env, 60, 5)
+    invalid = sum(int(t[3]["invalid_actions"].sum()) for t in trace)
+    # valid when chosen; only a target that dies or leaves range before the delay frame becomes invalid
+    assert invalid <= 0.05 * 60 * 4 * 4
+
+
+def test_last_hit_gives_gold_and_counts(schema):
+    env = make_env(schema)
+    creep = enemy_creep(env, team=1)
+    place(env, 0, 6000, 6000)
+    place(env, 1, 10000, 10000)
+    place(env, creep, 6060, 6000)
+    env.state.hp[0, creep] = 1.0
+    env.observe()
+    act = noop(env)
+    act[0, 0] = (P["attack"], 0, slot_of(env, 0, creep), 0)
+    _, rew, _, info = env.step(act)
+    c = COMPONENT_INDEX
+    assert rew[0, 0, c["last_hit"]] == 1
+    assert rew[0, 0, c["gold"]] >= D.MELEE_CREEP[D.US_GOLD]
+    assert rew[0, 0, c["xp"]] > 0
+    assert info["last_hits"][0, 0] == 1 and env.state.alive[0, creep] == 0
+
+
+def test_deny_counts_for_an_own_creep_below_half_health(schema):
+    env = make_env(schema)
+    creep = enemy_creep(env, team=0)
+    place(env, 0, 6000, 6000)
+    place(env, 1, 10000, 10000)
+    place(env, creep, 6060, 6000)
+    env.state.hp[0, creep] = 1.0
+    obs = env.observe()
+    slot = slot_of(env, 0, creep)
+    assert obs["target_mask"][0, 0, P["attack"], slot]
+    act = noop(env)
+    act[0, 0] = (P["attack"], 0, slot, 0)
+    _, rew, _, _ = env.step(act)
+    assert rew[0, 0, COMPONENT_INDEX["deny"]] == 1 and rew[0, 0, COMPONENT_INDEX["gold"]] < 1
+
+
+def test_hero_kill_and_death(schema):
+    env = make_env(schema)
+    place(env, 0, 6000, 6000)
+    place(env, 1, 6080, 6000)
+    env.state.hp[0, 0] = 1.0
+    env.observe()
+    act = noop(env)
+    act[0, 1] = (P["attack"], 0, slot_of(env, 1, 0), 0)
+    _, rew, _, info = env.step(act)
+    c = COMPONENT_INDEX
+    assert rew[0, 0, c["death"]] == 1 and rew[0, 1, c["kill"]] == 1
+    assert rew[0, 1, c["gold"]] > 100
+    assert info["kills"][0].tolist() == [0, 1]
+    assert env.state.alive[0, 0] == 0 and env.state.respawn_t[0, 0] > 0
+
+
+def test_health_component_is_the_change_of_f(schema):
+    env = make_env(schema)
+    s = env.state
+    s.hp[0, 0] = 0.4 * s.max_hp[0, 0]  # at the fountain: it regenerates
+    env.observe()
+    before = health_f(s.hp[0, 0] / s.max_hp[0, 0])
+    _, rew, _, _ = env.step(noop(env))
+    after = health_f(s.hp[0, 0] / s.max_hp[0, 0])
+    assert after > before
+    assert rew[0, 0, COMPONENT_INDEX["health"]] == pytest.approx(after - before, rel=1e-5)
+    assert health_f(0.0) == 0.0 and health_f(1.0) == 1.0
+
+
+def test_destroying_the_ancient_wins(schema):
+    env = make_env(schema)
+    L, s = env.layout, env.state
+    ancient = int(L.ancient[1])
+    for b in range(L.bld_end - L.bld_start):  # both tier-4 towers down: the ancient is vulnerable
+        if L.b_team[b] == 1 and L.b_tier[b] == 4:
+            s.alive[0, L.bld_start + b] = 0
+    s.hp[0, ancient] = 1.0
+    place(env, 0, s.x[0, ancient] - 100, s.y[0, ancient])
+    env.observe()
+    act = noop(env)
+    act[0, 0] = (P["attack"], 0, slot_of(env, 0, ancient), 0)
+    _, rew, done, info = env.step(act)
+    c = COMPONENT_INDEX
+    assert done[0] and info["winner"][0] == 0
+    assert rew[0, 0, c["win"]] == 1 and rew[0, 1, c["win"]] == -1
+    assert rew[0, 0, c["ancient_hp"]] > 0
+    assert env.state.tick[0] == 0  # auto-reset: the next game started
+
+
+def test_time_limit_is_a_draw(schema):
+    env = make_env(schema, time_limit_s=2.0)
+    steps = 0
+    done = np.zeros(1, bool)
+    while not done[0] and steps < 20:
+        _, rew, done, info = env.step(noop(env))
+        steps += 1
+    assert steps == 15 and info["winner"][0] == -1 and info["game_time"][0] == pytest.approx(2.0)
+    assert rew[0, :, COMPONENT_INDEX["win"]].tolist() == [0.0, 0.0]
+
+
+def test_tower_damage_is_two_thirds_linear_plus_one_third_on_death(schema):
+    env = make_env(schema)
+    L, s = env.layout, env.state
+    t1 = next(
+        L.bld_start + b for b in range(L.bld_end - L.bld_start) if L.b_team[b] == 1 and L.b_tier[b] == 1
+    )
+    s.hp[0, t1] = 1.0
+    place(env, 0, s.x[0, t1] - 100, s.y[0, t1])
+    env.observe()
+    frac_before = 1.0 / s.max_hp[0, t1]
+    act = noop(env)
+    act[0, 0] = (P["attack"], 0, slot_of(env, 0, t1), 0)
+    _, rew, _, info = env.step(act)
+    assert info["towers_destroyed"][0].tolist() == [1, 0]
+    assert rew[0, 0, COMPONENT_INDEX["tower_t1"]] == pytest.approx(2 / 3 * frac_before + 1 / 3, rel=1e-4)
+    assert rew[0, 1, COMPONENT_INDEX["tower_t1"]] == 0
+
+
+def test_bad_game_configs_raise_bad_input(schema):
+    with pytest.raises(BadInput, match="pool"):
+        MobaEnv(GameConfig(team_size=2, hero_pool=["Ashcaller", "Kestrel", "Ironbark"]), 1, 0, schema)
+    with pytest.raises(BadInput, match="lanes"):
+        MobaEnv(GameConfig(lanes=2), 1, 0, schema)
+    with pytest.raises(BadInput, match="unknown hero"):
+        MobaEnv(GameConfig(hero_pool=["Nobody", "Kestrel"]), 1, 0, schema)
+    assert GameConfig(team_size=5, hero_pool=["Ashcaller"] * 3).validate()
+
+
+def test_gold_spent_when_the_script_buys(schema):
+    env = make_env(schema)
+    env.state.gold[0, 0] = 5000.0
+    _, rew, _, _ = env.step(noop(env))
+    assert rew[0, 0, COMPONENT_INDEX["gold_spent"]] > 0
+    assert env.state.item_id[0, 0, 3:].any()
