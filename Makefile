@@ -20,8 +20,15 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 install: $(STAMP)
 
+RUN ?= runs/quickstart
+
+# Starts the quickstart run, or resumes it when it already exists (Ctrl-C writes a checkpoint and stops).
 train: $(STAMP)
-	$(BIN)/fivectl train recipes/quickstart.toml --run runs/quickstart $(TRAIN_ARGS)
+	@if [ -f $(RUN)/run.json ]; then \
+		$(BIN)/fivectl train --run $(RUN) --resume $(TRAIN_ARGS); \
+	else \
+		$(BIN)/fivectl train recipes/quickstart.toml --run $(RUN) $(TRAIN_ARGS); \
+	fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check fivectl tests benchmarks examples

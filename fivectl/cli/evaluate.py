@@ -1,4 +1,4 @@
-"""``fivectl evaluate match``: play agents against each other on the embedded MOBA."""
+"""``fivectl evaluate match|trueskill|pin``: matches between agents, TrueSkill ratings of a run's checkpoints."""
 
 from __future__ import annotations
 
@@ -6,18 +6,23 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.table import Table
 
 from fivectl.cli.common import handle_errors, out_console, print_json
 from fivectl.config import GameConfig, load_recipe
 from fivectl.errors import BadInput
 
-app = typer.Typer(help="Evaluate agents: matches between agents and scripted bots.", no_args_is_help=True)
+app = typer.Typer(
+    help="Evaluate agents: matches, TrueSkill ratings of checkpoints, pinned references.",
+    no_args_is_help=True,
+)
 
 DEFAULT_RECIPE = Path("recipes") / "quickstart.toml"
 REPO_RECIPE = Path(__file__).resolve().parents[2] / DEFAULT_RECIPE
 
 AgentArg = Annotated[
-    str, typer.Argument(help="random, bot:passive, bot:easy or bot:medium.", show_default=False)
+    str,
+    typer.Argument(help="random, bot:passive, bot:easy, bot:medium or RUN_DIR@VERSION.", show_default=False),
 ]
 
 
@@ -85,3 +90,92 @@ def _report(r, game_cfg: GameConfig) -> str:
             f"  mean game {r.mean_game_seconds:.1f} game-seconds; {r.wall_seconds:.1f} s wall",
         ]
     )
+
+
+@app.command("trueskill")
+@handle_errors
+def trueskill(
+    run: Annotated[Path, typer.Argument(help="Run directory whose checkpoints are rated.")],
+    versions: Annotated[
+        str, typer.Option("--versions", help="latest, all, or a list like 10,20,30.")
+    ] = "latest",
+    games: Annotated[
+        int | None, typer.Option("--games", "-n", help="Games per version (default: eval.games).")
+    ] = None,
+    workers: Annotated[int, typer.Option("--workers", help="Processes playing each match's games.")] = 1,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the league's matches.")] = 0,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Write a PNG of rating against version.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Rate checkpoints with TrueSkill against fixed references (random = 0); results accumulate in the run."""
+    from fivectl.evaluate.run_eval import evaluate_run
+
+    if games is not None and games < 1:
+        raise BadInput(f"--games: must be >= 1, got {games}")
+    if workers < 1:
+        raise BadInput(f"--workers: must be >= 1, got {workers}")
+    league, rated = evaluate_run(run, versions=versions, games=games, workers=workers, seed=seed)
+    if plot is not None:
+        league.plot_ratings(plot)
+    if as_json:
+        print_json({**league.summary(), "rated": rated, "plot": str(plot) if plot else None})
+        return
+    out_console.print(leaderboard_table(league))
+    out_console.print(winrate_table(league))
+    if plot is not None:
+        out_console.print(f"rating plot: {plot}")
+
+
+@app.command("pin")
+@handle_errors
+def pin(
+    agent: Annotated[
+        str, typer.Argument(help="RUN_DIR@VERSION: a rated checkpoint to keep as a fixed reference.")
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Pin a rated checkpoint: from now on it is a reference with a fixed rating."""
+    from fivectl.evaluate.policy_agent import split_spec
+    from fivectl.evaluate.run_eval import pin_version
+
+    run_dir, version = split_spec(agent)
+    try:
+        number = int(version.lstrip("v"))
+    except ValueError:
+        raise BadInput(f"{agent!r}: pin needs an explicit version number, e.g. runs/x@120") from None
+    league = pin_version(run_dir, number)
+    rating = league.rating(f"v{number}")
+    if as_json:
+        print_json({"pinned": f"v{number}", "mu": rating.mu, "sigma": rating.sigma})
+    else:
+        out_console.print(f"pinned v{number}: mu {rating.mu:.2f}, sigma {rating.sigma:.2f}")
+
+
+def leaderboard_table(league) -> Table:
+    table = Table(title="TrueSkill leaderboard (random = 0)")
+    for col in ("agent", "role", "mu", "sigma", "mu-3sigma", "games"):
+        table.add_column(col, justify="left" if col in ("agent", "role") else "right")
+    for row in league.leaderboard():
+        role = row.role + (" (fixed)" if row.fixed else "")
+        table.add_row(
+            row.name, role, f"{row.mu:.2f}", f"{row.sigma:.2f}", f"{row.conservative:.2f}", str(row.games)
+        )
+    return table
+
+
+def winrate_table(league) -> Table:
+    matrix = league.winrate_matrix()
+    table = Table(title="win rate of row against column (games)")
+    table.add_column("")
+    for name in matrix.names:
+        table.add_column(name, justify="right")
+    rates = matrix.rates
+    for i, name in enumerate(matrix.names):
+        cells = []
+        for j in range(len(matrix.names)):
+            n = int(matrix.games[i, j])
+            cells.append("-" if n == 0 else f"{rates[i, j]:.2f} ({n})")
+        table.add_row(name, *cells)
+    return table

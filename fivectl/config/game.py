@@ -11,8 +11,12 @@ from fivectl.config.fields import param
 class GameConfig:
     team_size: int = param(1, "Heroes per team: 1 (like Honor of Kings 1v1) up to 5 (like Dota).", ge=1, le=5)
     lanes: int = param(1, "Number of lanes: 1 or 3.", choices=(1, 3))
-    time_limit_s: float = param(
-        600.0, "Game time limit in game seconds; a game still running then is a draw.", gt=0
+    time_limit_s: float = param(600.0, "Game time limit in game seconds.", gt=0)
+    time_limit_result: str = param(
+        "tiebreak",
+        "A game at the time limit: 'tiebreak' (more buildings destroyed, then enemy building HP taken, then kills, "
+        "then net worth wins) or 'draw'.",
+        choices=("tiebreak", "draw"),
     )
     fps: int = param(30, "Game frames per second (paper: 30).", ge=1)
     frameskip: int = param(4, "Frames per decision (paper: 4, i.e. 7.5 decisions/s).", ge=1)

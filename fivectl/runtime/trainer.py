@@ -627,6 +627,9 @@ def FragmentBatch_from(fragments, scalers: list[RewardScaler], gamma: float, sca
 
 
 def train_run(opts: TrainOptions) -> dict[str, Any]:
+    # One torch thread per process: workers and learner share the cores, and a second thread per process
+    # slowed torch 3.3x here whenever the other core was busy.
+    torch.set_num_threads(1)
     run, recipe = open_or_create_run(opts)
     trainer = Trainer(run, recipe, opts)
     try:

@@ -405,51 +405,61 @@ def unit_feature(code, uf, ui, hi, ls, vuln, tick, fps, n_heroes, g, h, u, fogge
     return 0.0
 
 
-@njit(cache=True, _nrt=False)
-def self_feature(code, sub, S, L, P, g, h, vuln):
+@njit(cache=True, _nrt=False, inline="always")
+def hero_net_worth(hf, hi, g, h):
+    """core.net_worth on the arrays (gold plus the cost of the items held)."""
+    w = hf[g, ST.HF_GOLD, h]
+    for k in range(D.N_ITEM_SLOTS):
+        w += C.ITEMS[hi[g, ST.HI_ITEM_ID + k, h], D.IT_COST]
+    return w
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def self_feature(code, sub, uf, ui, hf, hi, ls, vuln, tick, fps, n_heroes, g, h):
+    """Features of the controlled hero: any unit feature (code < 100) plus hero-only ones."""
     if code < 100:
-        return unit_feature(
-            code, S.uf, S.ui, S.hi, S.ls, vuln, S.gi[g, ST.GI_TICK], P.fps, L.n_heroes, g, h, h, False
-        )
+        return unit_feature(code, uf, ui, hi, ls, vuln, tick, fps, n_heroes, g, h, h, False)
     if code == 100:
-        return 1.0 if S.ui[g, ST.UI_ALIVE, h] else 0.0
+        return 1.0 if ui[g, ST.UI_ALIVE, h] else 0.0
     if code == 101:
-        return S.hf[g, ST.HF_GOLD, h]
+        return hf[g, ST.HF_GOLD, h]
     if code == 102:
-        return S.hf[g, ST.HF_XP, h]
+        return hf[g, ST.HF_XP, h]
     if code == 103:
-        lv = S.hi[g, ST.HI_LEVEL, h]
-        return C.XPT[lv + 1] - S.hf[g, ST.HF_XP, h] if lv < D.MAX_LEVEL else 0.0
+        lv = hi[g, ST.HI_LEVEL, h]
+        return C.XPT[lv + 1] - hf[g, ST.HF_XP, h] if lv < D.MAX_LEVEL else 0.0
     if code == 104:
-        return S.hf[g, ST.HF_RESPAWN_T, h] / P.fps
+        return hf[g, ST.HF_RESPAWN_T, h] / fps
     if code == 105:
         return (
             1.0
-            if S.hf[g, ST.HF_BUYBACK_CD, h] <= 0.0 and S.hf[g, ST.HF_GOLD, h] >= C.buyback_cost(S, g, h)
+            if hf[g, ST.HF_BUYBACK_CD, h] <= 0.0
+            and hf[g, ST.HF_GOLD, h]
+            >= (D.BUYBACK_BASE + hero_net_worth(hf, hi, g, h) / D.BUYBACK_NET_WORTH_DIV)
             else 0.0
         )
     if code == 106:
-        return C.buyback_cost(S, g, h)
+        return D.BUYBACK_BASE + hero_net_worth(hf, hi, g, h) / D.BUYBACK_NET_WORTH_DIV
     if code == 107:
-        return S.hi[g, ST.HI_LANE_ASSIGN, h]
+        return hi[g, ST.HI_LANE_ASSIGN, h]
     if code == 108:
-        return S.ui[g, ST.UI_TEAM, h]
+        return ui[g, ST.UI_TEAM, h]
     if code == 109:
-        return S.hi[g, ST.HI_KILLS, h]
+        return hi[g, ST.HI_KILLS, h]
     if code == 110:
-        return S.hi[g, ST.HI_DEATHS, h]
+        return hi[g, ST.HI_DEATHS, h]
     if code == 111:
-        return S.hi[g, ST.HI_LAST_HITS, h]
+        return hi[g, ST.HI_LAST_HITS, h]
     if code == 112:
-        return S.hi[g, ST.HI_DENIES, h]
+        return hi[g, ST.HI_DENIES, h]
     if code == 113:
-        return C.net_worth(S, g, h)
+        return hero_net_worth(hf, hi, g, h)
     if code == 114:
-        return S.hi[g, ST.HI_ABIL_ID + sub, h]
+        return hi[g, ST.HI_ABIL_ID + sub, h]
     if code == 115:
-        return S.hf[g, ST.HF_ABIL_CD + sub, h] / P.fps
+        return hf[g, ST.HF_ABIL_CD + sub, h] / fps
     if code == 116:
-        return S.hi[g, ST.HI_ITEM_ID + sub, h]
+        return hi[g, ST.HI_ITEM_ID + sub, h]
     return 0.0
 
 
@@ -533,16 +543,17 @@ def item_feature(code, S, L, P, g, h, k):
     return 0.0
 
 
-@njit(cache=True, _nrt=False)
-def terrain_feature(code, L, x, y):
+@njit(cache=True, _nrt=False, inline="always")
+def terrain_feature(code, walk, lanegrid, x, y):
+    """Channel ``code`` of the static map at (x, y); 0 outside the map."""
     if x < 0.0 or y < 0.0 or x >= D.MAP_SIZE or y >= D.MAP_SIZE:
         return 0.0
     ix = int(x / D.TERRAIN_CELL)
     iy = int(y / D.TERRAIN_CELL)
     if code == 600:
-        return float(L.walk[ix, iy])
+        return float(walk[ix, iy])
     if code == 601:
-        return float(L.lanegrid[ix, iy])
+        return float(lanegrid[ix, iy])
     return 0.0
 
 
@@ -630,7 +641,7 @@ def encode_all(
         max_count = max(max_count, gt[gi, G_COUNT])
     sel_u = S.si[0:max_count]
     sel_fog = S.sb[0:max_count]
-    uf, ui, hi, ls = S.uf, S.ui, S.hi, S.ls
+    uf, ui, hf, hi, ls = S.uf, S.ui, S.hf, S.hi, S.ls
     fps = P.fps
     nh = L.n_heroes
     vuln = S.sb[ST.SCRATCH_MAX_COUNT : ST.SCRATCH_MAX_COUNT + L.n_units]
@@ -659,7 +670,9 @@ def encode_all(
                         elif src == SRC_GLOBAL:
                             v = global_feature(code, fsub[fcol + j], S, L, P, g, h)
                         elif src == SRC_SELF:
-                            v = self_feature(code, fsub[fcol + j], S, L, P, g, h, vuln)
+                            v = self_feature(
+                                code, fsub[fcol + j], uf, ui, hf, hi, ls, vuln, tick, fps, nh, g, h
+                            )
                         else:
                             v = prev_feature(code, fsub[fcol + j], S, g, h)
                         fbuf[fbase + j] = v
@@ -670,7 +683,11 @@ def encode_all(
                         elif src == SRC_GLOBAL:
                             iv = int(global_feature(code, csub[ccol + j], S, L, P, g, h))
                         elif src == SRC_SELF:
-                            iv = int(self_feature(code, csub[ccol + j], S, L, P, g, h, vuln))
+                            iv = int(
+                                self_feature(
+                                    code, csub[ccol + j], uf, ui, hf, hi, ls, vuln, tick, fps, nh, g, h
+                                )
+                            )
                         else:
                             iv = int(prev_feature(code, csub[ccol + j], S, g, h))
                         ibuf[cbase + j] = iv
@@ -688,7 +705,7 @@ def encode_all(
                                 if code == FEAT_CONST:
                                     fbuf[o + j] = fconst[fcol + j]
                                 else:
-                                    fbuf[o + j] = terrain_feature(code, L, px, py)
+                                    fbuf[o + j] = terrain_feature(code, L.walk, L.lanegrid, px, py)
                 elif src == SRC_ABILITIES or src == SRC_ITEMS:
                     mbase = gt[gi, G_MOFF] * GA + ga * count
                     for k in range(count):

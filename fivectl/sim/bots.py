@@ -9,8 +9,9 @@ offset on the 9x9 grid around the hero. So a bug in a bot shows up in the game's
 - **easy** follows its lane creeps, attacks what is in range (heroes first), casts its abilities and its active
   item at the enemy hero when they are ready, drinks a salve when hurt and walks back to the fountain at low HP.
 - **medium** plays like easy and also last-hits and denies, focuses low-health heroes, stays out of enemy tower
-  range unless allied creeps are tanking the tower (and walks out when the tower aims at it), hits towers only
-  under that cover, retreats earlier and blinks away when chased.
+  range unless allied creeps are tanking the tower or no enemy hero is alive (and walks out when the tower aims
+  at it), hits towers only then, clears creep waves with its area abilities, retreats earlier and blinks away
+  when chased.
 
 One numba kernel decides for every hero of the controlled team in every game of the batch.
 """
@@ -39,6 +40,7 @@ SALVE_BELOW = 0.55
 HEAL_BELOW = 0.6
 FOCUS_HP_FRAC = 0.4
 BOLD_ABOVE = 0.6
+AREA_MIN_CREEPS = 3
 PASSIVE_LEASH = 700.0
 NEAR = 1300.0
 TOWER_MARGIN = 150.0
@@ -289,6 +291,35 @@ def try_cast_at_hero(S, g, h, enemy, amask, tmask, prim, out, i):
 
 
 @njit(cache=True)
+def try_area_on_creeps(S, L, g, h, team, amask, prim, out, i):
+    """Clear a creep wave with an area ability: cast on the enemy creep with the most enemy creeps around it,
+    when that catches at least AREA_MIN_CREEPS (a wave cleared fast lets the own creeps push)."""
+    for k in range(4):
+        p = prim[C.ACT_ABILITY, k]
+        a = S.abil_id[g, h, k]
+        if p < 0 or not amask[g, h, p] or ABIL[a, D.AB_KIND] != D.AK_AREA:
+            continue
+        reach = ABIL[a, D.AB_RANGE]
+        r2 = ABIL[a, D.AB_RADIUS] ** 2
+        best = -1
+        best_n = AREA_MIN_CREEPS - 1
+        for c in range(L.creep_start, L.n_units):
+            if S.team[g, c] == team or not seen(S, g, team, c) or dist(S, g, h, c) > reach:
+                continue
+            n = 0
+            for v in range(L.creep_start, L.n_units):
+                if S.team[g, v] != team and seen(S, g, team, v) and dist2(S, g, c, v) <= r2:
+                    n += 1
+            if n > best_n:
+                best_n = n
+                best = c
+        if best >= 0:
+            set_action(out, g, i, p, 0, offset_toward(S.x[g, h], S.y[g, h], S.x[g, best], S.y[g, best]))
+            return True
+    return False
+
+
+@njit(cache=True)
 def try_heal_self(S, g, h, amask, tmask, prim, out, i):
     """A heal ability on oneself, else a healing salve (not while one is already working)."""
     for k in range(4):
@@ -431,6 +462,9 @@ def decide_laner(S, L, g, h, i, level, amask, tmask, prim, retreating, out):
         if medium and safe and enemy_frac < FOCUS_HP_FRAC and dist(S, g, h, enemy) <= S.rng_[g, h] + 400.0:
             if try_attack(S, g, h, enemy, amask, tmask, prim, out, i):
                 return
+
+    if medium and enemy < 0 and try_area_on_creeps(S, L, g, h, team, amask, prim, out, i):
+        return
 
     # denying next to an enemy tower would kill the creeps that tank it
     if medium and last_hit_or_deny(S, L, g, h, team, tower < 0, amask, tmask, prim, out, i):

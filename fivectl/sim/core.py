@@ -143,7 +143,7 @@ def hero_agent_team(L, h):
     return 0 if h < L.team_size else 1
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def net_worth(S, g, h):
     w = S.hf[g, ST.HF_GOLD, h]
     for k in range(D.N_ITEM_SLOTS):
@@ -151,9 +151,9 @@ def net_worth(S, g, h):
     return w
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def buyback_cost(S, g, h):
-    return 100.0 + net_worth(S, g, h) / 13.0
+    return D.BUYBACK_BASE + net_worth(S, g, h) / D.BUYBACK_NET_WORTH_DIV
 
 
 # ---------------------------------------------------------------- hero stats, abilities, items
@@ -803,7 +803,7 @@ def reset_game(S, L, P, g):
 
 
 # ---------------------------------------------------------------- actions
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def ability_target(S, g, h, slot):
     """(target type, target rule, cast range) of the ability in ``slot``."""
     a = S.hi[g, ST.HI_ABIL_ID + slot, h]
@@ -824,7 +824,7 @@ def ability_target(S, g, h, slot):
     return TT_NONE, R_NONE, 0.0
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def item_target(S, g, h, slot):
     it = S.hi[g, ST.HI_ITEM_ID + slot, h]
     kind = ITEMS[it, D.IT_ACTIVE]
@@ -835,7 +835,7 @@ def item_target(S, g, h, slot):
     return TT_NONE, R_NONE, 0.0
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def primary_info(S, g, h, kind, slot):
     """(available ignoring targets, target type, target rule, range) of a primary action for hero h."""
     alive = S.ui[g, ST.UI_ALIVE, h]
@@ -1260,7 +1260,7 @@ def step_game(S, L, P, g, actions, act_kind, act_slot, amask, tmask, rew, invali
             break
         if S.gi[g, ST.GI_TICK] >= P.time_limit_ticks:
             S.gi[g, ST.GI_DONE] = 1
-            S.gi[g, ST.GI_WINNER] = -1
+            S.gi[g, ST.GI_WINNER] = time_limit_winner(S, L, g) if P.tiebreak else -1
             break
     for h in range(H):
         scripted_purchases(S, g, h, rew)
@@ -1292,6 +1292,34 @@ def step_game(S, L, P, g, actions, act_kind, act_slot, amask, tmask, rew, invali
     if S.gi[g, ST.GI_DONE] and S.gi[g, ST.GI_WINNER] >= 0:
         for h in range(H):
             rew[h, C_WIN] += 1.0 if S.ui[g, ST.UI_TEAM, h] == S.gi[g, ST.GI_WINNER] else -1.0
+
+
+@njit(cache=True, _nrt=False)
+def time_limit_winner(S, L, g):
+    """Who wins a game that reaches the time limit (``game.time_limit_result = "tiebreak"``): the team that
+    destroyed more buildings, then took more enemy building HP (fractions summed), then made more hero kills,
+    then has more net worth; -1 (a draw) only when all four are equal. Scalars only: kernels run without NRT."""
+    destroyed0 = S.gi[g, ST.GI_TOWERS_DESTROYED] + S.gi[g, ST.GI_BARRACKS_DESTROYED]
+    destroyed1 = S.gi[g, ST.GI_TOWERS_DESTROYED + 1] + S.gi[g, ST.GI_BARRACKS_DESTROYED + 1]
+    if destroyed0 != destroyed1:
+        return 0 if destroyed0 > destroyed1 else 1
+    damage0 = 0.0  # enemy building HP taken by team 0, minus that taken by team 1
+    for b in range(L.bld_start, L.bld_end):
+        taken = 1.0
+        if S.ui[g, ST.UI_ALIVE, b]:
+            taken = 1.0 - S.uf[g, ST.UF_HP, b] / max(S.uf[g, ST.UF_MAX_HP, b], 1.0)
+        damage0 += taken if S.ui[g, ST.UI_TEAM, b] == 1 else -taken
+    if abs(damage0) > 1e-9:
+        return 0 if damage0 > 0 else 1
+    kills0, kills1 = S.gi[g, ST.GI_KILLS_T], S.gi[g, ST.GI_KILLS_T + 1]
+    if kills0 != kills1:
+        return 0 if kills0 > kills1 else 1
+    networth0 = 0.0
+    for h in range(L.n_heroes):
+        networth0 += net_worth(S, g, h) if S.ui[g, ST.UI_TEAM, h] == 0 else -net_worth(S, g, h)
+    if abs(networth0) > 1e-6:
+        return 0 if networth0 > 0 else 1
+    return -1
 
 
 @njit(cache=True, _nrt=False)

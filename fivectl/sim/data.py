@@ -4,7 +4,10 @@ Magnitudes follow Dota 2 (early 2019) so that the paper's reward weights (Table 
 start with ~550-700 HP and grow ~70-100 HP per level, a lane creep is worth ~40-90 gold, towers have ~1800-2100
 HP. Distances are in game units on a 12000 x 12000 map; speeds in units per second; times in seconds.
 
-Everything here is plain numpy tables, indexed by the numba kernels in ``core.py``.
+Everything here is plain numpy tables, indexed by the numba kernels in ``core.py``. Numba freezes these tables
+into the compiled kernels and its on-disk cache is keyed on ``core.py``/``encoder.py`` only: after editing this
+file, delete ``fivectl/sim/__pycache__`` and ``fivectl/schema/__pycache__`` (or touch ``core.py``) so the kernels
+are recompiled.
 """
 
 from __future__ import annotations
@@ -501,6 +504,8 @@ MAX_LEVEL = 25
 HERO_VISION = 1200.0
 OFFSET_CELL = 200.0  # the 9x9 offset grid spans +-800 units
 BUYBACK_COOLDOWN_S = 240.0
+BUYBACK_BASE = 100.0  # buyback costs BUYBACK_BASE + net worth / BUYBACK_NET_WORTH_DIV (Dota: 200 + NW/13)
+BUYBACK_NET_WORTH_DIV = 13.0
 AEGIS_RESPAWN_S = 5.0
 MAGIC_RESIST = 0.25
 DENY_HP_FRAC = 0.5

@@ -108,6 +108,7 @@ class MobaEnv:
             fps=int(game_cfg.fps),
             frameskip=int(game_cfg.frameskip),
             time_limit_ticks=int(round(game_cfg.time_limit_s * game_cfg.fps)),
+            tiebreak=game_cfg.time_limit_result == "tiebreak",
             fog=bool(game_cfg.fog_of_war),
             rand_init=bool(game_cfg.randomize_initial_state),
             rand_lanes=bool(game_cfg.randomize_lanes),

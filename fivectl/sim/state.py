@@ -224,6 +224,7 @@ Params = namedtuple(
         "fps",
         "frameskip",
         "time_limit_ticks",
+        "tiebreak",
         "fog",
         "rand_init",
         "rand_lanes",

@@ -215,3 +215,53 @@ def test_gold_spent_when_the_script_buys(schema):
     _, rew, _, _ = env.step(noop(env))
     assert rew[0, 0, COMPONENT_INDEX["gold_spent"]] > 0
     assert env.state.item_id[0, 0, 3:].any()
+
+
+def test_nuke_ability_damages_costs_mana_and_cools_down(schema):
+    env = make_env(schema)  # fixed lineup: hero 0 is Ashcaller, level 1 with Ember Bolt in slot 1
+    s = env.state
+    assert D.HERO_NAMES[s.hero_id[0, 0]] == "Ashcaller" and s.abil_lvl[0, 0, 0] == 1
+    place(env, 0, 6000, 6000)
+    place(env, 1, 6400, 6000)
+    s.atk_cd[0, 0] = 100.0  # no auto-attack in between: only the spell hits
+    obs = env.observe()
+    ability1 = env.schema.action.primary.index("ability1")
+    assert obs["param_mask"][0, 0, ability1].tolist() == [True, False]
+    hp, mana = s.hp[0, 1], s.mana[0, 0]
+    act = noop(env)
+    act[0, 0] = (ability1, 0, slot_of(env, 0, 1), 0)
+    obs, _, _, info = env.step(act)
+    bolt = D.ABILITIES[D.ABILITY_ID["ember_bolt"]]
+    assert info["invalid_actions"][0, 0] == 0
+    assert hp - s.hp[0, 1] == pytest.approx(
+        bolt[D.AB_VAL] * (1 - D.MAGIC_RESIST), abs=1.0
+    )  # plus a little regen
+    assert mana - s.mana[0, 0] == pytest.approx(bolt[D.AB_MANA], abs=1.0)
+    assert s.abil_cd[0, 0, 0] > 0 and not obs["action_mask"][0, 0, ability1]
+
+
+def test_boss_gives_an_extra_life_that_saves_a_death(schema):
+    env = make_env(schema)
+    L, s, c = env.layout, env.state, COMPONENT_INDEX
+    boss = L.boss
+    s.hp[0, boss] = 1.0
+    place(env, 0, s.x[0, boss] - 100, s.y[0, boss])
+    place(env, 1, 10000, 10000)
+    env.observe()
+    act = noop(env)
+    act[0, 0] = (P["attack"], 0, slot_of(env, 0, boss), 0)
+    _, rew, _, info = env.step(act)
+    assert rew[0, 0, c["extra_life"]] == 1 and s.extra_life[0, 0] == 1
+    assert info["boss_kills"][0].tolist() == [1, 0]
+    # the extra life: the hero falls, respawns where it fell, and no death is counted
+    place(env, 1, s.x[0, 0] + 80, s.y[0, 0])
+    s.hp[0, 0] = 1.0
+    env.observe()
+    act = noop(env)
+    act[0, 1] = (P["attack"], 0, slot_of(env, 1, 0), 0)
+    _, rew, _, _ = env.step(act)
+    assert rew[0, 0, c["death"]] == 0 and s.extra_life[0, 0] == 0 and s.alive[0, 0] == 0
+    x = s.x[0, 0]
+    for _ in range(int(D.AEGIS_RESPAWN_S * 7.5) + 1):
+        env.step(noop(env))
+    assert s.alive[0, 0] == 1 and s.x[0, 0] == pytest.approx(x, abs=200)
