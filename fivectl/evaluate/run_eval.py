@@ -104,10 +104,18 @@ def evaluate_run(
     player = MatchPlayer(recipe.game, workers)
     try:
         with League.session(run.league_path, recipe.eval, run_spec=str(run.path), seed=seed) as league:
-            league.evaluate_versions(chosen, player, games=games or recipe.eval.games)
+            # A pinned version is a reference now: its rating stays fixed, so it is shown, not re-rated.
+            chosen = [v for v in chosen if not is_pinned(league, v)]
+            if chosen:
+                league.evaluate_versions(chosen, player, games=games or recipe.eval.games)
             return league, chosen
     finally:
         player.close()
+
+
+def is_pinned(league: League, version: int) -> bool:
+    agent = league.agents.get(version_name(version))
+    return agent is not None and agent.fixed
 
 
 def pin_version(run_dir: Path, version: int) -> League:

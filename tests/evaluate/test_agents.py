@@ -37,15 +37,15 @@ def test_registered_kind_is_parsed_without_changing_the_module():
         made.append(spec)
         return RandomAgent(spec)
 
-    register_agent_kind("test-checkpoint", lambda s: s.endswith("@latest"), factory, examples=("RUN@latest",))
+    register_agent_kind("test-kind", "test-kind:", factory, examples=("test-kind:NAME",))
     try:
-        assert parse_agent("runs/x@latest").spec == "runs/x@latest"
-        assert made == ["runs/x@latest"]
-        assert "RUN@latest" in known_agent_specs()
+        assert parse_agent("test-kind:x").spec == "test-kind:x"
+        assert made == ["test-kind:x"]
+        assert "test-kind:NAME" in known_agent_specs()
     finally:
         from fivectl.evaluate import agents
 
-        agents._KINDS.pop("test-checkpoint")
+        agents._KINDS.pop("test-kind")
 
 
 def test_team_rows_follow_agent_order():

@@ -265,3 +265,38 @@ def test_boss_gives_an_extra_life_that_saves_a_death(schema):
     for _ in range(int(D.AEGIS_RESPAWN_S * 7.5) + 1):
         env.step(noop(env))
     assert s.alive[0, 0] == 1 and s.x[0, 0] == pytest.approx(x, abs=200)
+
+
+def _play_to_time_limit(env):
+    done = np.zeros(1, bool)
+    while not done[0]:
+        _, rew, done, info = env.step(noop(env))
+    return rew, info
+
+
+@pytest.mark.parametrize("rule, winner", [("tiebreak", 0), ("draw", -1)])
+def test_time_limit_tiebreak_goes_to_the_team_that_took_more_building_hp(schema, rule, winner):
+    env = make_env(schema, time_limit_s=2.0, time_limit_result=rule)
+    L, s = env.layout, env.state
+    enemy_t1 = next(
+        L.bld_start + b for b in range(L.bld_end - L.bld_start) if L.b_team[b] == 1 and L.b_tier[b] == 1
+    )
+    s.hp[0, enemy_t1] = 0.5 * s.max_hp[0, enemy_t1]  # team 0 has taken half of a tower, nothing else differs
+    rew, info = _play_to_time_limit(env)
+    assert info["winner"][0] == winner
+    expected = [1.0, -1.0] if winner == 0 else [0.0, 0.0]
+    assert rew[0, :, COMPONENT_INDEX["win"]].tolist() == expected
+
+
+def test_time_limit_tiebreak_counts_destroyed_buildings_before_damage(schema):
+    env = make_env(schema, time_limit_s=2.0, time_limit_result="tiebreak")
+    L, s = env.layout, env.state
+    own_t1, enemy_t1 = (
+        next(L.bld_start + b for b in range(L.bld_end - L.bld_start) if L.b_team[b] == t and L.b_tier[b] == 1)
+        for t in (0, 1)
+    )
+    s.alive[0, own_t1] = 0  # team 1 destroyed a tower...
+    s.towers_destroyed[0, 1] += 1
+    s.hp[0, enemy_t1] = 0.1 * s.max_hp[0, enemy_t1]  # ...team 0 only damaged one (0.9 of a building < 1)
+    _, info = _play_to_time_limit(env)
+    assert info["winner"][0] == 1
