@@ -11,38 +11,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _train import train_for  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 
 
 def train(recipe: Path, run_dir: Path, minutes: float, extra: list[str]) -> dict:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "fivectl.cli.main",
-            "train",
-            str(recipe),
-            "--run",
-            str(run_dir),
-            "--max-minutes",
-            str(minutes),
-            "--json",
-            "--set",
-            "train.keep_last=100000",
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"training failed ({proc.returncode}): {proc.stderr[-3000:]}")
-    return json.loads(proc.stdout)
+    return train_for(recipe, run_dir, minutes, "--set", "train.keep_last=100000", *extra)
 
 
 def curve_versions(versions: list[int], points: int) -> list[int]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,33 +20,15 @@ import pyarrow.compute as pc
 
 from fivectl.store.metrics import MetricsLog
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _train import train_for  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 
 
 def run_training(recipe: Path, workers: int, minutes: float, run_dir: Path, extra: list[str]) -> dict:
     started = time.perf_counter()
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "fivectl.cli.main",
-            "train",
-            str(recipe),
-            "--run",
-            str(run_dir),
-            "--workers",
-            str(workers),
-            "--max-minutes",
-            str(minutes),
-            "--json",
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"training failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    summary = json.loads(proc.stdout)
+    summary = train_for(recipe, run_dir, minutes, "--workers", str(workers), *extra)
     table = MetricsLog(run_dir / "metrics").read()
     # Steady state: skip the first 20% of iterations (start-up, compile, first fragments).
     n = table.num_rows

@@ -14,6 +14,7 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
+from fivectl.config import Recipe
 from fivectl.schema import ObsSchema
 from fivectl.sim.components import REWARD_COMPONENTS
 
@@ -69,6 +70,14 @@ def fragment_specs(
         ArraySpec("header", (4,), "int64"),
     ]
     return specs
+
+
+def recipe_fragment_specs(recipe: Recipe, schema: ObsSchema) -> list[ArraySpec]:
+    """The fragment layout a recipe's workers write."""
+    t = recipe.train
+    return fragment_specs(
+        schema, t.fragment_length, t.games_per_worker, recipe.game.team_size, recipe.model.lstm_size, t.bptt
+    )
 
 
 def slot_layout(specs: list[ArraySpec]) -> tuple[dict[str, int], int]:

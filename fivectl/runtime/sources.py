@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from fivectl.config import Recipe
-from fivectl.runtime.buffers import FragmentSlots, fragment_specs
+from fivectl.runtime.buffers import FragmentSlots, recipe_fragment_specs
 from fivectl.runtime.params import ParameterStore
 from fivectl.runtime.worker import (
     CTRL_HEARTBEAT,
@@ -68,16 +68,7 @@ class SerialSource:
         seed: int,
         run_dir: Path | None = None,
     ):
-        lstm = recipe.model.lstm_size
-        specs = fragment_specs(
-            schema,
-            recipe.train.fragment_length,
-            recipe.train.games_per_worker,
-            recipe.game.team_size,
-            lstm,
-            recipe.train.bptt,
-        )
-        self.slots = FragmentSlots(specs, 1, shared=False)
+        self.slots = FragmentSlots(recipe_fragment_specs(recipe, schema), 1, shared=False)
         self.worker = RolloutWorker(recipe, schema, params, worker_seed(seed, 0, 0, params.version), run_dir)
         self.sim_s = self.infer_s = 0.0
 
@@ -128,14 +119,7 @@ class ProcessSource:
         self.startup_timeout_s = startup_timeout_s
         self.run_dir = str(run_dir) if run_dir is not None else None
         self.ctx = mp.get_context("spawn")
-        specs = fragment_specs(
-            schema,
-            recipe.train.fragment_length,
-            recipe.train.games_per_worker,
-            recipe.game.team_size,
-            recipe.model.lstm_size,
-            recipe.train.bptt,
-        )
+        specs = recipe_fragment_specs(recipe, schema)
         self.n_slots = n_workers * slots_per_worker
         self.slots = FragmentSlots(specs, self.n_slots, create=True)
         self.ctrl_block = FragmentSlots(control_specs(n_workers, self.n_slots), 1, create=True)
