@@ -348,7 +348,7 @@ class Trainer:
             for sig, handler in old_handlers.items():
                 signal.signal(sig, handler)
             source.close()
-            self.evaluator.close()
+            self.evaluator.close(wait_s=120.0 if self.stop_reason != "interrupted" else 0.0)
             try:
                 rollouts.close()
             finally:

@@ -146,3 +146,20 @@ def test_a_killed_worker_is_replaced_and_fragments_keep_coming(tiny_recipe):
     finally:
         source.close()
         params.close(unlink=True)
+
+
+def test_ctrl_c_writes_a_checkpoint_and_exits_cleanly(tiny_recipe, tmp_path):
+    run = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fivectl.cli.main", "train", str(tiny_recipe), "--run", str(run), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for_checkpoint(run, 2, proc)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    summary = json.loads(out)
+    assert summary["stop_reason"] == "interrupted"
+    assert CheckpointStore(run / "checkpoints.zarr").latest() == summary["version"] == summary["checkpoint"]

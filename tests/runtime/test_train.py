@@ -109,3 +109,23 @@ def test_opponent_pool_grows_is_kept_and_resumes(tiny_recipe, tmp_path):
     assert again.exit_code == 0, again.output
     after = CheckpointStore(run / "checkpoints.zarr").load().attrs["opponent_pool"]
     assert after["versions"][: len(versions)] == versions
+
+
+def test_periodic_trueskill_evaluation_lands_in_the_league(tiny_recipe, tmp_path):
+    run = tmp_path / "run"
+    result = train(
+        str(tiny_recipe),
+        "--run",
+        str(run),
+        "--max-samples",
+        "200",
+        "--set",
+        "eval.every_versions=2",
+        "--set",
+        "eval.games=2",
+    )
+    assert result.exit_code == 0, result.output
+    league = json.loads((run / "league" / "league.json").read_text())
+    rated = [a for a in league["agents"] if a.get("version") is not None]
+    assert rated and all(a["version"] % 2 == 0 for a in rated)
+    assert league["games"]
