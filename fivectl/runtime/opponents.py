@@ -95,9 +95,18 @@ class OpponentSet:
         net.load_state_dict({k: torch.from_numpy(np.array(ckpt.arrays["model"][k])) for k in keys})
         net.eval()
         self.nets[version] = net
-        if len(self.nets) > self.cache_size:
-            self.nets.popitem(last=False)
+        self.evict_unused()
         return net
+
+    def evict_unused(self) -> None:
+        """Keep at most ``cache_size`` networks, but never one a running game still plays: reloading a
+        checkpoint every step would stall the worker."""
+        in_use = set(int(v) for v in self.opponent[self.opponent >= 0])
+        for version in list(self.nets):
+            if len(self.nets) <= self.cache_size:
+                break
+            if version not in in_use:
+                del self.nets[version]
 
     @torch.no_grad()
     def act(self, obs: dict[str, torch.Tensor], first: torch.Tensor, actions: torch.Tensor) -> None:
