@@ -3,7 +3,7 @@ from fivectl.sim.parallel_env import MobaParallelEnv
 
 
 def test_parallel_api_plays_a_game_to_the_time_limit():
-    env = MobaParallelEnv(GameConfig(team_size=2, lanes=3, time_limit_s=3.0))
+    env = MobaParallelEnv(GameConfig(team_size=2, lanes=3, time_limit_s=3.0, time_limit_result="draw"))
     obs, infos = env.reset(seed=1)
     assert env.agents == ["radiant_0", "radiant_1", "dire_0", "dire_1"]
     assert set(obs["dire_1"]) == set(env.observation_space("dire_1"))
