@@ -11,7 +11,8 @@ offset on the 9x9 grid around the hero. So a bug in a bot shows up in the game's
 - **medium** plays like easy and also last-hits and denies, focuses low-health heroes, stays out of enemy tower
   range unless allied creeps are tanking the tower or no enemy hero is alive (and walks out when the tower aims
   at it), hits towers only then, clears creep waves with its area abilities, retreats earlier and blinks away
-  when chased.
+  when chased. It sieges: a building it may hit comes before creeps and healthy heroes, and it walks up to a
+  tower its creeps are tanking (the time-limit tiebreak counts buildings destroyed, then building HP taken).
 
 One numba kernel decides for every hero of the controlled team in every game of the batch.
 """
