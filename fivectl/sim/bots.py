@@ -11,7 +11,8 @@ offset on the 9x9 grid around the hero. So a bug in a bot shows up in the game's
 - **medium** plays like easy and also last-hits and denies, focuses low-health heroes, stays out of enemy tower
   range unless allied creeps are tanking the tower or no enemy hero is alive (and walks out when the tower aims
   at it), hits towers only then, clears creep waves with its area abilities, retreats earlier and blinks away
-  when chased.
+  when chased. It sieges: a building it may hit comes before creeps and healthy heroes, and it walks up to a
+  tower its creeps are tanking (the time-limit tiebreak counts buildings destroyed, then building HP taken).
 
 One numba kernel decides for every hero of the controlled team in every game of the batch.
 """
@@ -44,6 +45,7 @@ AREA_MIN_CREEPS = 3
 PASSIVE_LEASH = 700.0
 NEAR = 1300.0
 TOWER_MARGIN = 150.0
+SIEGE_WALK = 500.0
 
 
 @dataclass
@@ -470,8 +472,9 @@ def decide_laner(S, L, g, h, i, level, amask, tmask, prim, retreating, out):
     if medium and last_hit_or_deny(S, L, g, h, team, tower < 0, amask, tmask, prim, out, i):
         return
 
-    # easy: anything in range, heroes first; medium: the same but towers only with creep cover
-    target = target_in_range(S, L, g, h, team, careful, tmask, prim)
+    # easy: anything in range, heroes first; medium: buildings first (the time-limit tiebreak counts building
+    # damage), towers only with creep cover
+    target = target_in_range(S, L, g, h, team, careful, medium, tmask, prim)
     if target >= 0 and try_attack(S, g, h, target, amask, tmask, prim, out, i):
         return
 
@@ -531,10 +534,11 @@ def last_hit_or_deny(S, L, g, h, team, deny, amask, tmask, prim, out, i):
 
 
 @njit(cache=True)
-def target_in_range(S, L, g, h, team, careful, tmask, prim):
+def target_in_range(S, L, g, h, team, careful, siege, tmask, prim):
     """The enemy to hit from here: a hero in range, else the weakest creep in range, else a building in range
-    (``careful``: only a tower that allied creeps are tanking, or a barracks/ancient). Only units the attack's
-    ``target_mask`` allows (e.g. no building its protectors still shield)."""
+    (``careful``: only a tower that allied creeps are tanking, or a barracks/ancient; ``siege``: the building
+    comes first). Only units the attack's ``target_mask`` allows (e.g. no building its protectors still
+    shield)."""
     reach = S.rng_[g, h] + 50.0
     p_attack = prim[C.ACT_ATTACK, 0]
     hero = -1
@@ -544,7 +548,10 @@ def target_in_range(S, L, g, h, team, careful, tmask, prim):
     for u in range(L.n_units):
         if S.team[g, u] == team or S.team[g, u] == 2 or not seen(S, g, team, u):
             continue
-        if dist(S, g, h, u) > reach or slot_of(S, g, h, u, p_attack, tmask) < 0:
+        is_building = u >= L.bld_start and u < L.bld_end
+        # sieging, a building a short walk away is worth the walk (melee heroes must stand next to it)
+        limit = reach + SIEGE_WALK if siege and is_building else reach
+        if dist(S, g, h, u) > limit or slot_of(S, g, h, u, p_attack, tmask) < 0:
             continue
         if u < L.n_heroes:
             hero = u
@@ -552,9 +559,14 @@ def target_in_range(S, L, g, h, team, careful, tmask, prim):
             if S.hp[g, u] < creep_hp:
                 creep_hp = S.hp[g, u]
                 creep = u
-        elif u >= L.bld_start and u < L.bld_end:
+        elif is_building:
             if not careful or S.utype[g, u] != D.UT_TOWER or creeps_tanking(S, L, g, team, u) > 0:
                 building = u
+    if siege:
+        if building >= 0:
+            return building
+        if creep >= 0:
+            return creep
     if hero >= 0:
         return hero
     if creep >= 0:

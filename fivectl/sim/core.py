@@ -618,8 +618,16 @@ def spawn_wave(S, L, P, g):
         for team in range(2):
             rax = L.bld_start + (0 if team == 1 else (L.bld_end - L.bld_start) // 2) + 3 + 4 * li + 3
             sup = 1.5 if not S.ui[g, ST.UI_ALIVE, rax] else 1.0
-            sx = L.lane_pts[li, 0, 0] if team == 0 else L.lane_pts[li, 2, 0]
-            sy = L.lane_pts[li, 0, 1] if team == 0 else L.lane_pts[li, 2, 1]
+            start = 0 if team == 0 else 2
+            sx = L.lane_pts[li, start, 0]
+            sy = L.lane_pts[li, start, 1]
+            # the formation is laid out along the team's own marching direction, so both teams' waves are
+            # mirror images (melee in a row at the front, the ranged creep behind them)
+            fx = L.lane_pts[li, 1, 0] - sx
+            fy = L.lane_pts[li, 1, 1] - sy
+            fd = np.sqrt(fx * fx + fy * fy)
+            fx /= fd
+            fy /= fd
             for k in range(D.WAVE_MELEE + D.WAVE_RANGED):
                 slot = -1
                 for s in range(base, base + D.CREEP_SLOTS_PER_LANE):
@@ -630,8 +638,10 @@ def spawn_wave(S, L, P, g):
                     return
                 ranged = k >= D.WAVE_MELEE
                 stats = RANGED if ranged else MELEE
-                ox = (k % 2) * 80.0 - 40.0 + (k // 2) * 60.0
-                oy = (k // 2) * 80.0 - 40.0
+                along = -100.0 if ranged else 0.0
+                side = 0.0 if ranged else (k - 1) * 80.0
+                ox = fx * along - fy * side
+                oy = fy * along + fx * side
                 init_unit(S, g, slot, team, D.UT_RANGED if ranged else D.UT_MELEE, sx + ox, sy + oy, stats)
                 S.uf[g, ST.UF_MAX_HP, slot] *= scale * sup
                 S.uf[g, ST.UF_HP, slot] = S.uf[g, ST.UF_MAX_HP, slot]
@@ -1237,11 +1247,16 @@ def step_game(S, L, P, g, actions, act_kind, act_slot, amask, tmask, rew, invali
         else:
             invalid[h] += 1
             clear_prev_action(S, g, h)
+    # Whoever acts or strikes first within a tick wins the races (last hits, trades at low HP), so the order
+    # alternates: heroes' orders every other decision step, units every other tick (team 0's units have the
+    # lower indices). The order depends on the tick only, which keeps the game deterministic.
+    orders_reversed = (S.gi[g, ST.GI_TICK] // P.frameskip) % 2 == 1
     for f in range(P.frameskip):
         if f == 0:
             build_buckets(S, L, g)
             acquire_targets(S, L, g)
-        for h in range(H):
+        for j in range(H):
+            h = H - 1 - j if orders_reversed else j
             if pend[h] and actions[h, 1] == f:
                 p = actions[h, 0]
                 if not execute_action(
@@ -1249,7 +1264,9 @@ def step_game(S, L, P, g, actions, act_kind, act_slot, amask, tmask, rew, invali
                 ):
                     invalid[h] += 1
                     clear_prev_action(S, g, h)
-        for u in range(L.n_units):
+        units_reversed = S.gi[g, ST.GI_TICK] % 2 == 1
+        for j in range(L.n_units):
+            u = L.n_units - 1 - j if units_reversed else j
             if S.ui[g, ST.UI_ALIVE, u]:
                 update_unit(S, L, P, g, u, rew)
         for h in range(H):

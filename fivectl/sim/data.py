@@ -480,13 +480,15 @@ BOSS_POS = np.array([7300.0, 4700.0])
 NEUTRAL_RESPAWN_S = 60.0
 BOSS_RESPAWN_S = 300.0
 LEASH_RANGE = 900.0
-# Impassable blocks (jungle cliffs), x0, y0, x1, y1; lanes and camps are clear of them.
+# Impassable blocks (jungle cliffs), x0, y0, x1, y1; lanes and camps are clear of them. The map is symmetric
+# under the reflection (x, y) -> (MAP_SIZE - y, MAP_SIZE - x), which swaps the teams and keeps each lane: the
+# blocks, camps, lanes, buildings and fountains come in such mirror pairs (tests/sim/test_symmetry.py).
 BLOCKS = np.array(
     [
         [2200, 5000, 3200, 6200],
-        [5000, 8500, 6200, 9500],
+        [5800, 8800, 7000, 9800],
         [5000, 2200, 6200, 3200],
-        [8500, 5000, 9500, 6200],
+        [8800, 5800, 9800, 7000],
     ],
     dtype=np.float64,
 )

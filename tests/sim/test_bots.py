@@ -113,6 +113,42 @@ def test_medium_stays_out_of_enemy_tower_range_without_creep_cover(schema):
     assert dx <= 0 and dy <= 0 and (dx, dy) != (0, 0), "walks back towards its own base"
 
 
+def test_medium_sieges_a_tower_its_creeps_tank_where_easy_hits_the_creep_in_range(schema):
+    """The time-limit tiebreak counts building damage: medium walks up to an enemy tower that its creeps are
+    tanking and hits it, instead of the full-health enemy creep next to it."""
+    env, _ = make_env(schema)
+    s, lay = env.state, env.layout
+    tower = next(
+        u
+        for u in range(lay.bld_start, lay.bld_end)
+        if s.team[0, u] == 1 and s.utype[0, u] == D.UT_TOWER and s.lane[0, u] == 0
+    )
+    back = np.array([-1.0, -1.0]) / np.sqrt(2.0)  # from team 1's mid tower towards team 0's base
+    tower_xy = np.array([s.x[0, tower], s.y[0, tower]])
+    s.x[0, 1], s.y[0, 1] = D.FOUNTAIN_POS[1]  # the enemy hero is far away
+    s.alive[0, lay.creep_start :] = 0
+    own = [u for u in range(lay.creep_start, lay.n_units) if s.team[0, u] == 0][:2]
+    foe = next(u for u in range(lay.creep_start, lay.n_units) if s.team[0, u] == 1)
+    hero_xy = tower_xy + back * (s.rng_[0, 0] + 300.0)  # out of attack range, a short walk away
+    s.x[0, 0], s.y[0, 0] = hero_xy
+    s.hp[0, 0] = s.max_hp[0, 0]
+    for k, u in enumerate(own):  # tanking: inside the tower's range, its target
+        s.alive[0, u] = 1
+        s.x[0, u], s.y[0, u] = tower_xy + back * (250.0 + 60.0 * k)
+        s.hp[0, u] = s.max_hp[0, u]
+    s.target[0, tower] = own[0]
+    s.alive[0, foe] = 1
+    s.x[0, foe], s.y[0, foe] = hero_xy + back * 80.0
+    s.hp[0, foe] = s.max_hp[0, foe]
+    obs = env.observe()
+    primary = env.schema.action.primary
+
+    medium = act(env, obs, "medium", BotMemory.empty(1, 1))
+    assert primary[medium[0]] == "attack" and s.slot_unit[0, 0, medium[2]] == tower
+    easy = act(env, obs, "easy", BotMemory.empty(1, 1))
+    assert primary[easy[0]] == "attack" and s.slot_unit[0, 0, easy[2]] == foe
+
+
 def test_medium_last_hits_more_than_easy(schema):
     cfg = GameConfig(team_size=1, time_limit_s=150.0)
     medium = play_match("bot:medium", "bot:passive", cfg, games=2, seed=11, batch=2, schema=schema)
