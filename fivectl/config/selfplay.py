@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from fivectl.config.fields import param
 
+SCRIPTED_BOTS = ("passive", "easy", "medium")  # fivectl.sim.bots.BOT_LEVELS (config sits below the game)
+
 
 @dataclass
 class SelfPlayConfig:
@@ -17,3 +19,32 @@ class SelfPlayConfig:
         0.01, "Quality learning rate: q_i -= eta / (N p_i) when the agent beats opponent i.", gt=0
     )
     max_pool: int = param(0, "Largest pool size (oldest dropped); 0 = unbounded.", ge=0)
+    bot_fraction: float = param(
+        0.0,
+        "Fraction of games against the scripted bots in `bots` (a curriculum outside the paper, which trains on "
+        "self-play only): they teach an early policy to fight back before self-play discovers it.",
+        ge=0,
+        le=1,
+    )
+    bots: list[str] = param(
+        factory=lambda: ["bot:easy"],
+        doc="Scripted opponents for `bot_fraction` of the games, one drawn uniformly per game.",
+    )
+    past_versions_per_batch: int = param(
+        1,
+        "Distinct past versions a worker draws for the games that start together; each of those games plays "
+        "one of them at random, so every game's opponent is still distributed as p. Each distinct network is "
+        "one more forward pass per step; 0 draws every game independently.",
+        ge=0,
+    )
+
+    def validate(self) -> list[str]:
+        known = [f"bot:{level}" for level in SCRIPTED_BOTS]
+        errors = [
+            f"selfplay.bots: unknown bot {b!r} (known: {', '.join(known)})"
+            for b in self.bots
+            if b not in known
+        ]
+        if self.bot_fraction > 0 and not self.bots:
+            errors.append("selfplay.bots: empty, but bot_fraction > 0 asks for games against bots")
+        return errors

@@ -21,6 +21,7 @@ SHOWN = (
     ("approx kl", "approx_kl", "{:.4f}"),
     ("explained var", "explained_variance", "{:+.3f}"),
     ("win rate vs past", "pool_past_win_rate_recent", "{:.3f}"),
+    ("win rate vs bots", "bot_win_rate_recent", "{:.3f}"),
     ("opponent pool", "pool_size", "{:d}"),
     ("TrueSkill mu", "trueskill_mu", "{:.1f}"),
     ("game length s", "game_seconds", "{:.0f}"),

@@ -1,9 +1,10 @@
-"""Past-version opponents inside a rollout worker (paper appendix N).
+"""Opponents inside a rollout worker: the latest parameters, past versions (paper appendix N), scripted bots.
 
-Each game has an opponent: -1 for the latest parameters (both teams are the learner and both train), or a past
-version that plays one side (chosen at random per game) while the learner plays the other. Opponents are drawn
-only when a game starts, from the pool published with the parameters, and their networks are loaded from the
-run's checkpoints (a few kept in memory).
+Each game has an opponent code: -1 (``LATEST``) for the latest parameters (both teams are the learner and both
+train); a past version >= 0 that plays one side (chosen at random per game) while the learner plays the other; or,
+when the recipe asks for a curriculum (``selfplay.bot_fraction``), a scripted bot, coded ``bot_code(level)`` < -1.
+Opponents are drawn only when a game starts; past versions come from the pool published with the parameters and
+their networks are loaded from the run's checkpoints (a few kept in memory).
 """
 
 from __future__ import annotations
@@ -17,9 +18,19 @@ import torch
 from fivectl.config import Recipe
 from fivectl.model import PolicyNet
 from fivectl.schema import ObsSchema
+from fivectl.sim.bots import BOT_LEVELS, BotMemory, bot_actions
 from fivectl.store.checkpoint import CheckpointStore
 
 LATEST = -1
+
+
+def bot_code(level: str) -> int:
+    """Opponent code of a scripted bot level: -2, -3, ... (below ``LATEST``)."""
+    return -2 - BOT_LEVELS.index(level)
+
+
+def bot_level(code: int) -> str:
+    return BOT_LEVELS[-2 - code]
 
 
 class OpponentSet:
@@ -45,23 +56,42 @@ class OpponentSet:
         self.learner_side = np.zeros(games, dtype=np.int8)
         self.nets: OrderedDict[int, PolicyNet] = OrderedDict()
         self.missing = 0
+        self.bot_codes = np.array([bot_code(b.removeprefix("bot:")) for b in recipe.selfplay.bots], np.int32)
+        self.bot_memory = {int(c): BotMemory.empty(games, self.team_size) for c in self.bot_codes}
         agents = games * 2 * self.team_size
         lstm = recipe.model.lstm_size
         self.state = (torch.zeros(1, agents, lstm), torch.zeros(1, agents, lstm))
 
     def assign(self, games: np.ndarray, pool: tuple[np.ndarray, np.ndarray]) -> None:
-        """Draw opponents for ``games`` (bool [G]) that are starting: latest with ``latest_fraction``, else a past
-        version with probability p_i (paper N: p ∝ exp(q))."""
+        """Draw opponents for ``games`` (bool [G]) that are starting: a bot with ``bot_fraction``; of the rest,
+        the latest with ``latest_fraction``, else a past version with probability p_i (paper N: p ∝ exp(q))."""
         idx = np.flatnonzero(games)
         if idx.size == 0:
             return
         versions, probs = pool
-        latest = self.rng.random(idx.size) < self.recipe.selfplay.latest_fraction
+        selfplay = self.recipe.selfplay
+        latest = self.rng.random(idx.size) < selfplay.latest_fraction
         if versions.size == 0:
             latest[:] = True
-        picks = self.rng.choice(versions, size=idx.size, p=probs) if versions.size else np.zeros(idx.size)
-        self.opponent[idx] = np.where(latest, LATEST, picks).astype(np.int32)
+        picks = self.draw_past(idx.size, versions, probs) if versions.size else np.zeros(idx.size)
+        opponent = np.where(latest, LATEST, picks).astype(np.int32)
+        if self.bot_codes.size:
+            bot = self.rng.random(idx.size) < selfplay.bot_fraction
+            opponent[bot] = self.rng.choice(self.bot_codes, size=int(bot.sum()))
+        self.opponent[idx] = opponent
         self.learner_side[idx] = self.rng.integers(0, 2, size=idx.size).astype(np.int8)
+        for memory in self.bot_memory.values():
+            memory.forget(games)
+
+    def draw_past(self, n: int, versions: np.ndarray, probs: np.ndarray) -> np.ndarray:
+        """``n`` past versions, each distributed as ``probs``, among at most ``past_versions_per_batch`` distinct
+        ones: draw that many versions from p, then give each game one of them uniformly. The marginal of every
+        game is still p, and the worker runs one network per distinct version instead of one per game."""
+        distinct = self.recipe.selfplay.past_versions_per_batch
+        if distinct == 0 or distinct >= n:
+            return self.rng.choice(versions, size=n, p=probs)
+        chosen = self.rng.choice(versions, size=distinct, p=probs)
+        return chosen[self.rng.integers(0, distinct, size=n)]
 
     def train_mask(self) -> np.ndarray:
         """bool [G*2k]: agents whose samples the learner trains on (both teams against latest, else its side)."""
@@ -107,6 +137,18 @@ class OpponentSet:
                 break
             if version not in in_use:
                 del self.nets[version]
+
+    def act_bots(self, env, obs: dict[str, np.ndarray], actions: torch.Tensor) -> None:
+        """Overwrite ``actions`` ([G*2k, 4]) of the heroes that scripted bots play; ``obs`` is ``[G, 2k, ...]``."""
+        k = self.team_size
+        for code, memory in self.bot_memory.items():
+            games = np.flatnonzero(self.opponent == code)
+            if games.size == 0:
+                continue
+            side = (1 - self.learner_side).astype(np.int64)
+            chosen = bot_actions(env, obs, side, bot_level(code), memory, self.rng)  # [G, k, 4], all games
+            rows = (games[:, None] * 2 * k + side[games, None] * k + np.arange(k)[None, :]).reshape(-1)
+            actions[torch.from_numpy(rows)] = torch.from_numpy(chosen[games].reshape(-1, 4)).to(actions.dtype)
 
     @torch.no_grad()
     def act(self, obs: dict[str, torch.Tensor], first: torch.Tensor, actions: torch.Tensor) -> None:

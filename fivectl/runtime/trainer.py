@@ -18,6 +18,7 @@ import math
 import signal
 import time
 import warnings
+from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from fivectl.rl.reward import weighted_components
 from fivectl.rl.schedules import Progress, hyperparameters_at
 from fivectl.runtime.evaluator import PeriodicEvaluator
 from fivectl.runtime.live import LiveView
+from fivectl.runtime.opponents import LATEST
 from fivectl.runtime.params import ParameterStore
 from fivectl.runtime.sources import ProcessSource, SerialSource
 from fivectl.runtime.worker import warm_up_game
@@ -162,6 +164,7 @@ class Trainer:
         )
         self.reward_scalers = [RewardScaler(self.agents_per_worker) for _ in range(max(self.n_workers, 1))]
         self.pool = OpponentPool(recipe.selfplay)
+        self.bot_results: deque[float] = deque(maxlen=200)  # recent games against scripted bots: 1, 0.5, 0
         self.last_checkpoint: int | None = None
         self.stop_reason = ""
         self._stop_requested = False
@@ -470,8 +473,14 @@ class Trainer:
             self.note(f"evaluating v{version} (TrueSkill) in the background")
 
     def record_pool_results(self, fragments: list[dict[str, np.ndarray]]) -> None:
-        """Games against past versions that ended: q_i falls when the learner beat version i (paper N)."""
+        """Games against past versions that ended: q_i falls when the learner beat version i (paper N). Games
+        against scripted bots (``selfplay.bot_fraction``) feed the ``bot_win_rate_recent`` metric."""
         for f in fragments:
+            against_bot = (f["opponent"] < LATEST) & (f["game_seconds"] > 0)
+            winner = f["winner"][against_bot]
+            self.bot_results.extend(
+                np.where(winner < 0, 0.5, winner == f["learner_side"][against_bot]).tolist()
+            )
             ended = (f["opponent"] >= 0) & (f["game_seconds"] > 0)
             if ended.any():
                 won = f["winner"][ended] == f["learner_side"][ended]
@@ -518,6 +527,7 @@ class Trainer:
             "games": c.games,
             "game_seconds": float(finished.mean()) if finished.size else None,
             "win_rate": float((ended == 0).mean()) if ended.size else None,
+            "bot_win_rate_recent": float(np.mean(self.bot_results)) if self.bot_results else None,
             "draws": max(draws, 0),
             # Zero-sum rewards average to 0 over both teams: their magnitude is what tells.
             "reward_abs_mean": float(np.mean([np.abs(f["reward"]).mean() for f in frs])),

@@ -86,7 +86,8 @@ class RolloutWorker:
         self.version = -1
         self.team_spirit = recipe.reward.team_spirit.start
         self.pool: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.int64), np.zeros(0))
-        self.obs = self._flat(self.env.reset())
+        self.raw_obs = self.env.reset()  # [G, 2k, ...]: what the scripted bots read
+        self.obs = self._flat(self.raw_obs)
         self.state = self.net.initial_state(self.agents)
         self.first = torch.ones(self.agents, dtype=torch.bool)
         self.opponents = OpponentSet(recipe, schema, run_dir, self.games, np.random.default_rng(seed))
@@ -126,6 +127,7 @@ class RolloutWorker:
             obs_t = {key: torch.from_numpy(value) for key, value in self.obs.items()}
             out = self.net.act(obs_t, self.state, self.first)
             self.opponents.act(obs_t, self.first, out.actions)
+            self.opponents.act_bots(self.env, self.raw_obs, out.actions)
             actions = out.actions.numpy().astype(np.int32)
             toc = time.perf_counter()
             obs, components, done, info = self.env.step(actions.reshape(G, 2 * k, 4))
@@ -154,6 +156,7 @@ class RolloutWorker:
             views["invalid_actions"][t] = np.asarray(info["invalid_actions"]).reshape(G, -1).sum(axis=1)
             finished += int(done.sum())
 
+            self.raw_obs = obs
             self.obs = self._flat(obs)
             self.state = out.state
             self.first = torch.from_numpy(done_agents.copy())

@@ -51,3 +51,70 @@ def test_networks_in_use_are_never_evicted():
     ops.nets = OrderedDict(ops.nets)
     ops.evict_unused()
     assert set(ops.nets) == {1, 2, 3}
+
+
+def test_games_starting_together_share_few_past_versions_but_keep_the_pool_distribution():
+    ops = make_set(games=8)
+    versions, probs = np.array([1, 2, 3, 4]), np.array([0.1, 0.2, 0.3, 0.4])
+    counts = np.zeros(5)
+    for _ in range(2000):
+        ops.assign(np.ones(8, bool), (versions, probs))
+        assert np.unique(ops.opponent).size == 1  # past_versions_per_batch = 1: one network per batch
+        counts[ops.opponent[0]] += 1
+    assert np.allclose(counts[1:] / counts.sum(), probs, atol=0.03)
+
+
+def test_past_versions_per_batch_zero_draws_every_game_independently():
+    recipe = recipe_from_dict(
+        {"selfplay": {"latest_fraction": 0.0, "past_versions_per_batch": 0}, "model": {"lstm_size": 4}}
+    )
+    ops = OpponentSet(recipe, load_schema(1), None, 64, np.random.default_rng(0))
+    ops.assign(np.ones(64, bool), (np.arange(1, 9), np.full(8, 1 / 8)))
+    assert np.unique(ops.opponent).size > 4
+
+
+def test_bot_games_train_only_the_learner_side_and_the_bot_plays_the_other():
+    import torch
+
+    from fivectl.runtime.opponents import bot_code
+    from fivectl.sim import MobaEnv
+    from fivectl.sim.bots import BotMemory, bot_actions
+
+    recipe = recipe_from_dict(
+        {
+            "game": {"team_size": 1},
+            "selfplay": {"bot_fraction": 1.0, "bots": ["bot:easy"]},
+            "model": {"lstm_size": 4},
+        }
+    )
+    games = 6
+    ops = OpponentSet(recipe, load_schema(1), None, games, np.random.default_rng(0))
+    ops.assign(np.ones(games, bool), (np.array([3]), np.array([1.0])))
+    assert (ops.opponent == bot_code("easy")).all()
+    mask = ops.train_mask().reshape(games, 2)
+    assert (mask[np.arange(games), ops.learner_side]).all() and mask.sum() == games
+
+    env = MobaEnv(recipe.game, games, 0, load_schema(1))
+    obs = env.reset()
+    for _ in range(40):  # walk into the lane so that the bot has things to do
+        env.step(np.zeros((games, 2, 4), np.int32))
+    obs = env.step(np.zeros((games, 2, 4), np.int32))[0]
+    actions = torch.full((games * 2, 4), -7, dtype=torch.int64)
+    ops.act_bots(env, obs, actions)
+    side = 1 - ops.learner_side.astype(np.int64)
+    expected = bot_actions(env, obs, side, "easy", BotMemory.empty(games, 1), None)[:, 0]
+    got = actions.numpy().reshape(games, 2, 4)
+    assert np.array_equal(got[np.arange(games), side], expected)
+    assert (got[np.arange(games), ops.learner_side] == -7).all()  # the learner's rows are untouched
+
+
+def test_selfplay_bots_are_validated():
+    import pytest
+
+    from fivectl.config.selfplay import SCRIPTED_BOTS
+    from fivectl.errors import ConfigError
+    from fivectl.sim.bots import BOT_LEVELS
+
+    assert SCRIPTED_BOTS == BOT_LEVELS
+    with pytest.raises(ConfigError, match="unknown bot 'bot:hard'"):
+        recipe_from_dict({"selfplay": {"bot_fraction": 0.2, "bots": ["bot:hard"]}})
