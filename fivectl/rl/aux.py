@@ -55,6 +55,14 @@ def team_ranks(networth: torch.Tensor, team_size: int) -> torch.Tensor:
     return ahead.sum(-1).reshape(networth.shape)
 
 
+def next_stop(stops: torch.Tensor) -> torch.Tensor:
+    """int64 like ``stops`` [T, ...]: the first step s >= t where ``stops[s]`` is set, else T (none ahead)."""
+    steps = stops.shape[0]
+    index = torch.arange(steps, device=stops.device).view(steps, *(1,) * (stops.dim() - 1))
+    candidates = torch.where(stops, index, steps)
+    return candidates.flip(0).cummin(0).values.flip(0)
+
+
 def labels_from_game_ends(
     truth: torch.Tensor, dones: torch.Tensor, last_labels: torch.Tensor | None
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -65,22 +73,15 @@ def labels_from_game_ends(
     """
     if truth.shape[:2] != dones.shape:
         raise BadInput(f"truth {tuple(truth.shape)} and dones {tuple(dones.shape)} must share [T, B]")
-    dones = dones.to(torch.bool)
+    steps = dones.shape[0]
+    end = next_stop(dones.to(torch.bool))
     extra = (1,) * (truth.dim() - 2)
-    labels = torch.empty_like(truth, dtype=torch.float32)
+    at_end = truth.gather(0, end.clamp(max=steps - 1).view(*end.shape, *extra).expand_as(truth)).float()
+    ends_ahead = end < steps
     if last_labels is None:
-        label = torch.zeros_like(truth[0], dtype=torch.float32)
-        known = torch.zeros_like(dones[0])
-    else:
-        label = last_labels.detach().to(torch.float32)
-        known = torch.ones_like(dones[0])
-    valid = torch.empty_like(dones)
-    for t in reversed(range(truth.shape[0])):
-        label = torch.where(dones[t].view(-1, *extra), truth[t].to(torch.float32), label)
-        known = known | dones[t]
-        labels[t] = label
-        valid[t] = known
-    return labels, valid
+        return torch.where(ends_ahead.view(*end.shape, *extra), at_end, 0.0), ends_ahead
+    last = last_labels.detach().to(torch.float32).unsqueeze(0)
+    return torch.where(ends_ahead.view(*end.shape, *extra), at_end, last), torch.ones_like(ends_ahead)
 
 
 def networth_rank_labels(
@@ -98,27 +99,23 @@ def objective_labels(
     """Discounted "helps destroy objective j soon" labels [T, B, n] and valid [T, B, n] (module docstring).
 
     ``events`` bool [T, B, n]; ``last_probs`` [B, n] the predicted probabilities after the fragment. Without
-    them a label is valid only where an event or a game end lies ahead in the fragment.
+    them a label is valid only where an event or a game end lies ahead in the fragment. The recursion of the
+    module docstring in closed form: with s the first step >= t holding an event or a game end,
+    y_t = gamma^(s-t) [event at s], or gamma^(T-t) p_T when there is none.
     """
     if events.shape[:2] != dones.shape:
         raise BadInput(f"events {tuple(events.shape)} and dones {tuple(dones.shape)} must share [T, B]")
+    steps = events.shape[0]
     events = events.to(torch.bool)
-    ended = dones.to(torch.bool).unsqueeze(-1)
-    labels = torch.empty_like(events, dtype=torch.float32)
-    valid = torch.empty_like(events)
+    stop = next_stop(events | dones.to(torch.bool).unsqueeze(-1))
+    stops_ahead = stop < steps
+    index = torch.arange(steps, device=events.device).view(steps, 1, 1)
+    discount = torch.pow(torch.full_like(stop, gamma, dtype=torch.float32), (stop - index).float())
+    value_at_stop = events.gather(0, stop.clamp(max=steps - 1)).float()  # 1 event, 0 the game ended first
     if last_probs is None:
-        label = torch.zeros_like(events[0], dtype=torch.float32)
-        known = torch.zeros_like(events[0])
-    else:
-        label = last_probs.detach().to(torch.float32)
-        known = torch.ones_like(events[0])
-    for t in reversed(range(events.shape[0])):
-        later = torch.where(ended[t], torch.zeros_like(label), gamma * label)
-        label = torch.where(events[t], torch.ones_like(label), later)
-        known = known | events[t] | ended[t]
-        labels[t] = label
-        valid[t] = known
-    return labels, valid
+        return discount * torch.where(stops_ahead, value_at_stop, 0.0), stops_ahead
+    last = last_probs.detach().to(torch.float32).unsqueeze(0)
+    return discount * torch.where(stops_ahead, value_at_stop, last), torch.ones_like(stops_ahead)
 
 
 def aux_targets(

@@ -63,8 +63,8 @@ def fragment_specs(
         ArraySpec("outcome", (T, B), "float32"),
         # train[t, b]: the learner trains on this sample (False for agents played by a past opponent).
         ArraySpec("train", (T, B), "bool"),
-        # Facts the auxiliary heads learn from (paper D; labels are made by fivectl.rl.aux): the hero's net
-        # worth at the observation of step t, and whether it helped destroy each objective during step t.
+        # Facts the auxiliary heads learn from (paper D; fivectl.rl.aux makes the labels): the hero's net worth
+        # at the observation of step t (and, below, whether it helped destroy each objective during step t).
         ArraySpec("networth", (T, B), "float32"),
         ArraySpec("opponent", (T, G), "int32"),  # -1 latest parameters, else the past version playing
         ArraySpec("learner_side", (T, G), "int8"),  # the team the learner plays against a past version

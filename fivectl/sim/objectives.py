@@ -55,7 +55,7 @@ _ITEM_COST = np.ascontiguousarray(D.ITEMS[:, D.IT_COST])
 
 def hero_networth(state) -> np.ndarray:
     """float32 [G, heroes]: gold plus the cost of the items held (the simulator's ``core.net_worth``)."""
-    return (state.gold + _ITEM_COST[state.item_id].sum(axis=-1)).astype(np.float32)
+    return (state.gold + np.take(_ITEM_COST, state.item_id).sum(axis=-1)).astype(np.float32)
 
 
 class ObjectiveTracker:

@@ -60,6 +60,40 @@ def test_objective_labels_discount_the_time_to_the_next_event_and_stop_at_game_e
     assert valid[:, 0, 0].all() and not valid[:, 1, 0].any()
 
 
+def reference_objective_labels(events, dones, last, gamma):
+    """The recursion y_t = 1 if e_t, 0 if the game ended after t, else gamma * y_{t+1}; y_T = last."""
+    labels = torch.empty(events.shape)
+    label = last.clone()
+    for t in reversed(range(events.shape[0])):
+        label = torch.where(events[t], 1.0, torch.where(dones[t].unsqueeze(-1), 0.0, gamma * label))
+        labels[t] = label
+    return labels
+
+
+def reference_rank_labels(networth, dones, last, team_size):
+    labels = torch.empty(*networth.shape, team_size)
+    label = last.clone()
+    for t in reversed(range(networth.shape[0])):
+        ranks = torch.nn.functional.one_hot(team_ranks(networth[t], team_size), team_size).float()
+        label = torch.where(dones[t].unsqueeze(-1), ranks, label)
+        labels[t] = label
+    return labels
+
+
+def test_labels_match_the_step_by_step_recursion_on_random_fragments():
+    g = torch.Generator().manual_seed(4)
+    steps, columns, n, team = 32, 6, 3, 3
+    events = torch.rand(steps, columns, n, generator=g) < 0.1
+    dones = (torch.rand(steps, columns // team, generator=g) < 0.1).repeat_interleave(team, dim=1)
+    last = torch.rand(columns, n, generator=g)
+    labels, _ = objective_labels(events, dones, last, 0.9)
+    torch.testing.assert_close(labels, reference_objective_labels(events, dones, last, 0.9))
+    networth = torch.rand(steps, columns, generator=g)
+    last_rank = torch.softmax(torch.randn(columns, team, generator=g), -1)
+    labels, _ = networth_rank_labels(networth, dones, last_rank, team)
+    torch.testing.assert_close(labels, reference_rank_labels(networth, dones, last_rank, team))
+
+
 def test_losses_on_hand_values():
     logits = torch.tensor([[0.0, math.log(3.0)], [5.0, 5.0]])  # softmax [0.25, 0.75], [0.5, 0.5]
     labels = torch.tensor([[0.0, 1.0], [0.4, 0.6]])
