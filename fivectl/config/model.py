@@ -28,5 +28,11 @@ class ModelConfig:
     aux_hidden: int = param(64, "Hidden width of the small auxiliary prediction networks (paper D).", ge=1)
     aux_objectives: list[str] = param(
         factory=lambda: ["tower_t1", "tower_t2", "tower_t3", "tower_t4", "barracks", "ancient"],
-        doc="Team objectives the auxiliary head predicts (one logit each: will this hero help destroy one soon).",
+        doc="Team objectives the auxiliary head predicts (one logit each: will this hero help destroy one soon); "
+        "names from fivectl.sim.objectives.OBJECTIVES.",
     )
+
+    def validate(self) -> list[str]:
+        from fivectl.sim.objectives import check_objective_names  # the game's names; imported late (no cycle)
+
+        return [f"model.aux_objectives: {e}" for e in check_objective_names(self.aux_objectives)]

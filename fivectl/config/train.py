@@ -43,6 +43,9 @@ class TrainConfig:
     value_loss_weight: float = param(0.5, "Weight of the value loss.", ge=0)
     value_clip: float = param(0.0, "Clip of the value update around the old value; 0 disables.", ge=0)
     aux_loss_weight: float = param(1.0, "Weight of the stop-gradient auxiliary losses.", ge=0)
+    aux_objective_horizon_s: float = param(
+        120.0, "Discount horizon of the team-objective labels in game seconds (paper D: 2 minutes).", gt=0
+    )
     adam_beta1: float = param(0.9, "Adam beta1.", ge=0, lt=1)
     adam_beta2: float = param(0.999, "Adam beta2.", ge=0, lt=1)
     adam_eps: float = param(1e-5, "Adam epsilon.", gt=0)

@@ -41,6 +41,8 @@ class ActOutput:
     value: torch.Tensor  # [B]
     win_prob: torch.Tensor  # [B]
     state: State  # (h, c), each [1, B, lstm_size]
+    # with_aux: "networth_rank" [B, team_size] rank probabilities, "objectives" [B, n] probabilities
+    aux: dict[str, torch.Tensor] | None = None
 
 
 @dataclass
@@ -240,11 +242,26 @@ class PolicyNet(nn.Module):
         trunk = h.detach()
         return {name: head(trunk) for name, head in self.aux.items() if name != "win"}
 
+    def _aux_probabilities(self, h: torch.Tensor) -> dict[str, torch.Tensor]:
+        logits = self._aux(h)
+        probs = {"networth_rank": torch.softmax(logits["networth_rank"], dim=-1)}
+        if "objectives" in logits:
+            probs["objectives"] = torch.sigmoid(logits["objectives"])
+        return probs
+
     # ----------------------------------------------------------------------------------------------- API
 
     @torch.no_grad()
-    def act(self, obs: Obs, state: State, first: torch.Tensor, deterministic: bool = False) -> ActOutput:
-        """One step for B agents: obs tensors [B, ...], ``first`` bool [B] (reset the state before this step)."""
+    def act(
+        self,
+        obs: Obs,
+        state: State,
+        first: torch.Tensor,
+        deterministic: bool = False,
+        with_aux: bool = False,
+    ) -> ActOutput:
+        """One step for B agents: obs tensors [B, ...], ``first`` bool [B] (reset the state before this step).
+        ``with_aux`` adds the net-worth rank and objective probabilities (what labels bootstrap from, paper D)."""
         h, units, state = self._trunk({k: v.unsqueeze(0) for k, v in obs.items()}, state, first.unsqueeze(0))
         h = h[0]
         actions, logprob, _, _ = self._policy(h, units, obs, None, deterministic)
@@ -254,6 +271,7 @@ class PolicyNet(nn.Module):
             value=self._value(h),
             win_prob=torch.sigmoid(self._win_logit(h)),
             state=state,
+            aux=self._aux_probabilities(h) if with_aux else None,
         )
 
     def evaluate(self, obs: Obs, actions: torch.Tensor, state0: State, first: torch.Tensor) -> EvalOutput:

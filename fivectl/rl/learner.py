@@ -13,7 +13,7 @@ importance ratios of this batch are computed with the normalization the workers 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import torch
@@ -21,6 +21,7 @@ from torch import nn
 
 from fivectl.config.train import TrainConfig
 from fivectl.errors import BadInput
+from fivectl.rl.aux import aux_targets
 from fivectl.rl.bptt import (
     map_tensors,
     num_windows,
@@ -43,6 +44,9 @@ class FragmentBatch:
     [T // bptt, *state_shape] (for an LSTM (h, c), each [T // bptt, num_layers, B, H]); workers record it while
     playing. ``outcomes`` (1 win, 0 loss, 0.5 draw) is read where ``dones`` is True and, with ``last_win_probs``
     (the win probability predicted for the observation after the fragment), labels the win-probability head.
+    ``networth`` [T, B] (each hero's net worth at step t), ``objective_events`` bool [T, B, n] (it helped destroy
+    objective j during step t) and the predictions after the fragment ``last_networth_rank`` [B, team_size] and
+    ``last_objectives`` [B, n] label the other auxiliary heads (``fivectl.rl.aux``).
     ``mask`` (bool or float weights) marks the samples that count; padding gets 0.
     """
 
@@ -58,6 +62,10 @@ class FragmentBatch:
     outcomes: torch.Tensor | None = None
     last_win_probs: torch.Tensor | None = None
     mask: torch.Tensor | None = None
+    networth: torch.Tensor | None = None
+    objective_events: torch.Tensor | None = None
+    last_networth_rank: torch.Tensor | None = None
+    last_objectives: torch.Tensor | None = None
 
     @property
     def steps(self) -> int:
@@ -78,7 +86,7 @@ def concat_fragments(batches: list[FragmentBatch], state_batch_dim: int = 1) -> 
             if all(v is None for v in values):
                 return None
             raise BadInput(
-                "some fragments have an optional field (outcomes, last_win_probs) that others lack"
+                "some fragments have an optional field (outcomes, last_win_probs, networth, ...) that others lack"
             )
         if isinstance(values[0], torch.Tensor):
             return torch.cat(values, dim=dim)
@@ -93,7 +101,7 @@ def concat_fragments(batches: list[FragmentBatch], state_batch_dim: int = 1) -> 
     merged = {}
     for f in fields(FragmentBatch):
         values = [getattr(b, f.name) for b in batches]
-        if f.name == "last_values" or f.name == "last_win_probs":
+        if f.name in ("last_values", "last_win_probs", "last_networth_rank", "last_objectives"):
             merged[f.name] = cat(values, 0)
         elif f.name == "window_states":
             merged[f.name] = cat(values, 1 + state_batch_dim)
@@ -117,6 +125,9 @@ class Windows:
     win_labels: torch.Tensor
     win_weights: torch.Tensor
     states: Any
+    # fivectl.rl.aux.aux_targets cut into windows: "networth_rank" [bptt, N, k], "objectives" [bptt, N, n] and
+    # their "<name>_weight"s
+    aux_targets: dict[str, torch.Tensor] = field(default_factory=dict)
 
     def select(self, columns: torch.Tensor, state_batch_dim: int) -> Windows:
         per_step = {
@@ -141,7 +152,9 @@ class PPOLearner:
     ``team_size``: teammates are contiguous columns (ARCHITECTURE.md) and minibatches keep teams whole.
     ``state_batch_dim``: the batch dimension of the model's state tensors (1 for an LSTM's (h, c)).
     ``aux_loss_fn(evaluation, minibatch) -> {name: loss}``: extra auxiliary losses (net-worth rank, team
-    objectives), weighted by ``train.aux_loss_weight`` like the win-probability loss.
+    objectives: ``fivectl.rl.aux.aux_losses``), weighted by ``train.aux_loss_weight`` like the win-probability
+    loss; their labels (``Windows.aux_targets``) come from the batch's aux facts, the objectives' discounted by
+    ``objective_gamma`` per step (paper D: a 2-minute horizon).
     """
 
     def __init__(
@@ -152,6 +165,7 @@ class PPOLearner:
         team_size: int = 1,
         state_batch_dim: int = 1,
         aux_loss_fn: AuxLossFn | None = None,
+        objective_gamma: float | None = None,
         generator: torch.Generator | None = None,
     ):
         self.model = model
@@ -159,6 +173,7 @@ class PPOLearner:
         self.team_size = team_size
         self.state_batch_dim = state_batch_dim
         self.aux_loss_fn = aux_loss_fn
+        self.objective_gamma = objective_gamma
         self.generator = generator
         self.optimizer = ClippedAdam(
             model.parameters(),
@@ -229,6 +244,8 @@ class PPOLearner:
             win_weights = weights * valid.to(weights.dtype)
         else:
             win_labels, win_weights = torch.zeros_like(advantages), torch.zeros_like(advantages)
+        # ---- net-worth rank and team-objective labels (paper D), same bootstrapping ----
+        targets = aux_targets(batch, self.team_size, self.objective_gamma, weights)
 
         def cut(x: torch.Tensor) -> torch.Tensor:
             return split_windows(x, bptt)
@@ -245,6 +262,7 @@ class PPOLearner:
             win_labels=cut(win_labels),
             win_weights=cut(win_weights),
             states=window_states(batch.window_states, self.state_batch_dim),
+            aux_targets={name: cut(x) for name, x in targets.items()},
         )
 
     def _check_batch(self, batch: FragmentBatch) -> None:

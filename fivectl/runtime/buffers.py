@@ -33,9 +33,16 @@ class ArraySpec:
 
 
 def fragment_specs(
-    schema: ObsSchema, steps: int, games: int, team_size: int, lstm_size: int, bptt: int
+    schema: ObsSchema,
+    steps: int,
+    games: int,
+    team_size: int,
+    lstm_size: int,
+    bptt: int,
+    n_objectives: int = 0,
 ) -> list[ArraySpec]:
-    """Every array of one fragment. ``B`` = agents = games × 2 × team_size, teammates contiguous."""
+    """Every array of one fragment. ``B`` = agents = games × 2 × team_size, teammates contiguous;
+    ``n_objectives`` = len(model.aux_objectives) (the objective arrays are left out when 0)."""
     agents = games * 2 * team_size
     T, B, G = steps, agents, games
     windows = steps // bptt
@@ -56,6 +63,9 @@ def fragment_specs(
         ArraySpec("outcome", (T, B), "float32"),
         # train[t, b]: the learner trains on this sample (False for agents played by a past opponent).
         ArraySpec("train", (T, B), "bool"),
+        # Facts the auxiliary heads learn from (paper D; fivectl.rl.aux makes the labels): the hero's net worth
+        # at the observation of step t (and, below, whether it helped destroy each objective during step t).
+        ArraySpec("networth", (T, B), "float32"),
         ArraySpec("opponent", (T, G), "int32"),  # -1 latest parameters, else the past version playing
         ArraySpec("learner_side", (T, G), "int8"),  # the team the learner plays against a past version
         ArraySpec("game_seconds", (T, G), "float32"),
@@ -66,9 +76,16 @@ def fragment_specs(
         ArraySpec("c_win", (windows, B, lstm_size), "float32"),
         ArraySpec("last_value", (B,), "float32"),
         ArraySpec("last_win_prob", (B,), "float32"),
+        # Predicted net-worth rank probabilities after the fragment: the label where no game end is ahead.
+        ArraySpec("last_networth_rank", (B, team_size), "float32"),
         # header: [policy version, worker id, fragment counter, valid]
         ArraySpec("header", (4,), "int64"),
     ]
+    if n_objectives:
+        specs += [
+            ArraySpec("objective_events", (T, B, n_objectives), "bool"),
+            ArraySpec("last_objectives", (B, n_objectives), "float32"),
+        ]
     return specs
 
 
@@ -76,7 +93,13 @@ def recipe_fragment_specs(recipe: Recipe, schema: ObsSchema) -> list[ArraySpec]:
     """The fragment layout a recipe's workers write."""
     t = recipe.train
     return fragment_specs(
-        schema, t.fragment_length, t.games_per_worker, recipe.game.team_size, recipe.model.lstm_size, t.bptt
+        schema,
+        t.fragment_length,
+        t.games_per_worker,
+        recipe.game.team_size,
+        recipe.model.lstm_size,
+        t.bptt,
+        n_objectives=len(recipe.model.aux_objectives),
     )
 
 

@@ -31,10 +31,12 @@ from fivectl.config import Recipe, load_recipe
 from fivectl.config.loader import to_dict
 from fivectl.errors import BadInput, RunFailed, SchemaMismatch
 from fivectl.model import PolicyNet
+from fivectl.rl.aux import aux_losses
+from fivectl.rl.gae import gamma_from_horizon
 from fivectl.rl.learner import FragmentBatch, PPOLearner
 from fivectl.rl.normalize import RewardScaler
 from fivectl.rl.reward import weighted_components
-from fivectl.rl.schedules import Progress, hyperparameters_at
+from fivectl.rl.schedules import Progress, hyperparameters_at, step_seconds
 from fivectl.runtime.evaluator import PeriodicEvaluator
 from fivectl.runtime.live import LiveView
 from fivectl.runtime.opponents import LATEST
@@ -160,7 +162,12 @@ class Trainer:
         )
         self.generator = torch.Generator().manual_seed(self.train_cfg.seed)
         self.learner = PPOLearner(
-            self.model, self.train_cfg, team_size=self.team_size, generator=self.generator
+            self.model,
+            self.train_cfg,
+            team_size=self.team_size,
+            aux_loss_fn=aux_losses,
+            objective_gamma=gamma_from_horizon(self.train_cfg.aux_objective_horizon_s, step_seconds(recipe)),
+            generator=self.generator,
         )
         self.reward_scalers = [RewardScaler(self.agents_per_worker) for _ in range(max(self.n_workers, 1))]
         self.pool = OpponentPool(recipe.selfplay)
@@ -559,6 +566,8 @@ class Trainer:
             "explained_variance",
             "aux_loss",
             "aux_win",
+            "aux_networth_rank",
+            "aux_objectives",
             "grad_norm",
             "optimizer_clip_fraction",
             "gamma",
@@ -627,6 +636,10 @@ def FragmentBatch_from(fragments, scalers: list[RewardScaler], gamma: float, sca
                 outcomes=torch.from_numpy(f["outcome"]),
                 last_win_probs=torch.from_numpy(f["last_win_prob"]),
                 mask=torch.from_numpy(f["train"]).float(),
+                networth=torch.from_numpy(f["networth"]),
+                objective_events=_optional_tensor(f, "objective_events"),
+                last_networth_rank=torch.from_numpy(f["last_networth_rank"]),
+                last_objectives=_optional_tensor(f, "last_objectives"),
             )
         )
     if len(parts) == 1:
@@ -634,6 +647,10 @@ def FragmentBatch_from(fragments, scalers: list[RewardScaler], gamma: float, sca
     from fivectl.rl.learner import concat_fragments
 
     return concat_fragments(parts)
+
+
+def _optional_tensor(fragment: dict[str, np.ndarray], key: str) -> torch.Tensor | None:
+    return torch.from_numpy(fragment[key]) if key in fragment else None
 
 
 def train_run(opts: TrainOptions) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from fivectl.runtime.opponents import OpponentSet
 from fivectl.runtime.params import ParameterStore
 from fivectl.schema import ObsSchema
 from fivectl.sim import MobaEnv
+from fivectl.sim.objectives import ObjectiveTracker, hero_networth
 
 # Per-worker control columns in shared memory.
 CTRL_HEARTBEAT, CTRL_VERSION, CTRL_SIM_S, CTRL_INFER_S, CTRL_WAIT_S, CTRL_STEPS, CTRL_READY = range(7)
@@ -80,6 +81,8 @@ class RolloutWorker:
         self.games = recipe.train.games_per_worker
         self.agents = self.games * 2 * self.team_size
         self.env = MobaEnv(recipe.game, self.games, seed, schema)
+        objectives = recipe.model.aux_objectives
+        self.objectives = ObjectiveTracker(self.env, objectives) if objectives else None
         torch.manual_seed(seed)
         self.net = PolicyNet(schema, recipe.model, self.team_size, obs_clip=recipe.train.obs_clip)
         self.net.eval()
@@ -122,6 +125,9 @@ class RolloutWorker:
             for key, value in self.obs.items():
                 views[f"obs.{key}"][t] = value
             views["first"][t] = self.first.numpy()
+            views["networth"][t] = hero_networth(self.env.state).reshape(-1)
+            if self.objectives is not None:
+                self.objectives.before_step()
             # Opponents change only between games (paper N): draw them for the games starting now.
             self.opponents.assign(self.needs_opponent, self.pool)
             obs_t = {key: torch.from_numpy(value) for key, value in self.obs.items()}
@@ -154,6 +160,9 @@ class RolloutWorker:
                 done, np.asarray(info.get("episode_seconds", info["game_time"])), 0.0
             )
             views["invalid_actions"][t] = np.asarray(info["invalid_actions"]).reshape(G, -1).sum(axis=1)
+            if self.objectives is not None:
+                events = self.objectives.events(done, winner, info["game_time"])
+                views["objective_events"][t] = events.reshape(self.agents, -1)
             finished += int(done.sum())
 
             self.raw_obs = obs
@@ -165,9 +174,14 @@ class RolloutWorker:
                 ctrl_row[CTRL_HEARTBEAT] = time.time()
                 ctrl_row[CTRL_STEPS] += 1
         # Bootstrap values for the step after the fragment (GAE at fragment ends), from the same policy version.
-        tail = self.net.act({key: torch.from_numpy(v) for key, v in self.obs.items()}, self.state, self.first)
+        tail = self.net.act(
+            {key: torch.from_numpy(v) for key, v in self.obs.items()}, self.state, self.first, with_aux=True
+        )
         views["last_value"][...] = tail.value.numpy()
         views["last_win_prob"][...] = tail.win_prob.numpy()
+        views["last_networth_rank"][...] = tail.aux["networth_rank"].numpy()
+        if self.objectives is not None:
+            views["last_objectives"][...] = tail.aux["objectives"].numpy()
         views["header"][:] = (self.version, 0, 0, 1)
         if ctrl_row is not None:
             ctrl_row[CTRL_SIM_S] += t_sim
