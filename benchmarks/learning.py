@@ -41,7 +41,10 @@ def main() -> None:
     parser.add_argument("--recipe", type=Path, default=REPO / "recipes" / "quickstart.toml")
     parser.add_argument("--games", type=int, default=200, help="games per opponent for the final version")
     parser.add_argument("--curve-points", type=int, default=8)
-    parser.add_argument("--curve-games", type=int, default=50)
+    parser.add_argument("--curve-games", type=int, default=40)
+    parser.add_argument(
+        "--eval-workers", type=int, default=2, help="processes that play the evaluation games"
+    )
     parser.add_argument("--run", type=Path, default=None, help="keep the run here (default: a temp dir)")
     parser.add_argument("--plot", type=Path, default=None, help="write the learning curve PNG here")
     parser.add_argument("--set", action="append", default=[], dest="overrides")
@@ -52,11 +55,9 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    from fivectl.evaluate import (
-        play_match,
-        policy_agent,  # noqa: F401 - registers RUN@VERSION specs
-    )
-    from fivectl.evaluate.run_eval import evaluate_run
+    from fivectl.evaluate import policy_agent  # noqa: F401 - registers RUN@VERSION specs
+    from fivectl.evaluate.match import wilson_interval
+    from fivectl.evaluate.run_eval import MatchPlayer, evaluate_run
     from fivectl.store.checkpoint import CheckpointStore
     from fivectl.store.metrics import MetricsLog
     from fivectl.store.rundir import RunDir
@@ -73,16 +74,27 @@ def main() -> None:
     store = CheckpointStore(run.checkpoints_path)
     latest = store.latest()
     spec = f"{run_dir}@{latest}"
-    versus = {}
-    for opponent in ("random", "bot:easy", "bot:medium"):
-        result = play_match(spec, opponent, game, args.games, seed=12345)
-        versus[opponent] = {
-            "win_rate": result.a_win_rate,
-            "ci95": list(result.a_win_rate_ci95),
-            "games": result.games,
-            "wins": result.a_wins,
-            "draws": result.draws,
+    player = MatchPlayer(
+        game, workers=args.eval_workers
+    )  # games split over processes: evaluation uses every core
+
+    def versus(a: str, b: str, games: int, seed: int) -> dict:
+        outcomes = np.array(player(a, b, games, seed))
+        wins, draws = int((outcomes == 1).sum()), int((outcomes == 0).sum())
+        score = wins + 0.5 * draws
+        return {
+            "win_rate": score / games,
+            "ci95": list(wilson_interval(score, games)),
+            "games": games,
+            "wins": wins,
+            "draws": draws,
         }
+
+    eval_started = time.perf_counter()
+    final_versus = {
+        opponent: versus(spec, opponent, args.games, 12345)
+        for opponent in ("random", "bot:easy", "bot:medium")
+    }
 
     # Learning curve: checkpoints spread over the run, by the wall time at which they were written.
     metrics = MetricsLog(run.metrics_path).read()
@@ -90,29 +102,39 @@ def main() -> None:
         zip(metrics.column("version").to_pylist(), metrics.column("wall_seconds").to_pylist(), strict=True)
     )
     chosen = curve_versions([v for v in store.versions() if v > 0], args.curve_points)
-    league, _ = evaluate_run(run_dir, versions=",".join(map(str, chosen)), games=args.curve_games)
+    if latest not in chosen:
+        chosen.append(latest)
+    player.close()
+    league, _ = evaluate_run(
+        run_dir, versions=",".join(map(str, chosen)), games=args.curve_games, workers=args.eval_workers
+    )
     ratings = {row.name: row for row in league.leaderboard()}
     curve = []
     for v in chosen:
-        r = play_match(f"{run_dir}@{v}", "bot:easy", game, args.curve_games, seed=777)
+        r = versus(f"{run_dir}@{v}", "bot:easy", args.curve_games, 777)
         rating = ratings.get(f"v{v}")
         curve.append(
             {
                 "version": v,
                 "minutes": wall_of_version.get(v, float("nan")) / 60.0,
-                "win_rate_vs_easy": r.a_win_rate,
+                "win_rate_vs_easy": r["win_rate"],
                 "trueskill_mu": rating.mu if rating else None,
                 "trueskill_sigma": rating.sigma if rating else None,
             }
         )
-    final = ratings.get(f"v{latest}")
+    player.close()
+    latest_rating = ratings.get(f"v{latest}")
     out = {
         "minutes": args.minutes,
         "train_seconds": round(train_seconds, 1),
         "samples": summary["samples"],
         "version": latest,
-        "versus": versus,
-        "trueskill": {"mu": final.mu if final else None, "sigma": final.sigma if final else None},
+        "versus": final_versus,
+        "eval_seconds": round(time.perf_counter() - eval_started, 1),
+        "trueskill": {
+            "mu": latest_rating.mu if latest_rating else None,
+            "sigma": latest_rating.sigma if latest_rating else None,
+        },
         "curve": curve,
     }
     if args.plot:
@@ -141,7 +163,7 @@ def main() -> None:
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        for name, v in versus.items():
+        for name, v in final_versus.items():
             print(
                 f"vs {name}: {v['win_rate']:.3f} [{v['ci95'][0]:.3f}, {v['ci95'][1]:.3f}] over {v['games']} games"
             )

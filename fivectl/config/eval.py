@@ -13,6 +13,12 @@ class EvalConfig:
         0, "Evaluate during training every this many versions in a separate process; 0 = off.", ge=0
     )
     games: int = param(20, "Games per evaluated version.", ge=1)
+    games_per_match: int = param(
+        10,
+        "Games per match: the games of a match run as one batch, and the opponent is redrawn (within the match "
+        "window of the current rating) between matches. Larger is faster; 2 follows the rating most closely.",
+        ge=1,
+    )
     references: list[str] = param(
         factory=lambda: ["random", "bot:passive", "bot:easy", "bot:medium"],
         doc="Reference agents with fixed ratings.",

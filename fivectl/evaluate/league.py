@@ -340,15 +340,16 @@ class League:
             self.agents[name].mu, self.agents[name].sigma = rating.mu, rating.sigma
 
     def evaluate_version(
-        self, version: int, play_fn: PlayFn, games: int | None = None, games_per_match: int = 2
+        self, version: int, play_fn: PlayFn, games: int | None = None, games_per_match: int | None = None
     ) -> Rating:
         """Play ``games`` (default ``eval.games``) more games of a version against references; its new rating.
 
         Uncalibrated references are calibrated first. Before each match of ``games_per_match`` games, the opponent
-        is drawn uniformly from the references within the match window of the version's current mu. The default of
-        2 gives one game per side with the match runner, which alternates sides by game index.
+        is drawn uniformly from the references within the match window of the version's current mu (default
+        ``eval.games_per_match``; the match runner alternates sides by game index, so an even number is fair).
         """
         games = self.cfg.games if games is None else int(games)
+        games_per_match = self.cfg.games_per_match if games_per_match is None else int(games_per_match)
         if games < 1 or games_per_match < 1:
             raise BadInput("league: games and games_per_match must be >= 1")
         agent = self._version_agent(version)
@@ -368,7 +369,11 @@ class League:
         return agent.rating
 
     def evaluate_versions(
-        self, versions: Iterable[int], play_fn: PlayFn, games: int | None = None, games_per_match: int = 2
+        self,
+        versions: Iterable[int],
+        play_fn: PlayFn,
+        games: int | None = None,
+        games_per_match: int | None = None,
     ) -> dict[int, Rating]:
         """:meth:`evaluate_version` for each version, oldest first (so each starts from its predecessor's mu)."""
         return {v: self.evaluate_version(v, play_fn, games, games_per_match) for v in sorted(set(versions))}

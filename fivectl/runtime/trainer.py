@@ -345,6 +345,11 @@ class Trainer:
                     self.metrics_log.append([row])
                     if self.view is not None:
                         self.view.update(row)
+                    # Both may write a checkpoint: only after the iteration's metrics row is on disk, so that a
+                    # kill -9 in between never leaves a checkpoint ahead of the metrics (workers see a new pool
+                    # member with the next published version).
+                    self.grow_pool()
+                    self.maybe_evaluate()
                     if (
                         self.counters.version % self.train_cfg.checkpoint_every == 0
                         and self.counters.version != self.last_checkpoint
@@ -460,9 +465,7 @@ class Trainer:
             self.wait_for_staleness_bound(source)
             self.counters.version += 1
             self.counters.steps_since_publish = 0
-            self.grow_pool()
             self.publish(params)
-            self.maybe_evaluate()
 
         elapsed = time.perf_counter() - tic
         row = self.metrics_row(fragments, staleness, learn, source, elapsed, t_wait - t_copy, t_learn)
@@ -496,10 +499,11 @@ class Trainer:
     def grow_pool(self) -> None:
         """Every ``selfplay.add_every`` versions the current one joins the pool; it needs a checkpoint to be
         loadable by the workers."""
-        if self.pool.maybe_add(self.counters.version, self.counters.version):
-            if self.counters.version != self.last_checkpoint:
+        version = self.counters.version
+        if version > 0 and self.pool.maybe_add(version, version):
+            if version != self.last_checkpoint:
                 self.save_checkpoint()
-                self.note(f"checkpoint v{self.counters.version} (joined the opponent pool)")
+                self.note(f"checkpoint v{version} (joined the opponent pool)")
 
     def wait_for_staleness_bound(self, source) -> None:
         """'wait' policy: publish a new version only when no worker still plays one older than the bound."""

@@ -47,6 +47,7 @@ class Recorder:
 
 
 def cfg(**kw) -> EvalConfig:
+    kw.setdefault("games_per_match", 2)  # one game per side per match: the window test sees every redraw
     return replace(EvalConfig(), **kw)
 
 
@@ -128,6 +129,14 @@ def test_nearest_reference_when_none_is_within_the_window(tmp_path):
     recorder = Recorder(league)
     league.evaluate_version(3, recorder, games=6)
     assert [c[1] for c in recorder.calls] == ["random"] * 3
+
+
+def test_games_per_match_batches_games_between_opponent_draws(tmp_path):
+    league = open_league(tmp_path, games_per_match=10, references=["random"])
+    league.agents["random"].mu = 0.0
+    recorder = Recorder(league)
+    league.evaluate_version(3, recorder, games=25)
+    assert [c[4] for c in recorder.calls] == [10, 10, 5]
 
 
 def test_new_version_starts_at_previous_mu_with_fresh_sigma(tmp_path):
