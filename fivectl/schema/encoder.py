@@ -22,6 +22,7 @@ Arrays are written into three flat buffers (float32, int32, bool) with each key'
 
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 from dataclasses import dataclass
 
@@ -1071,6 +1072,11 @@ class Encoder:
         if missing:  # the compiled layout must be exactly the schema's array list
             raise BadInput(f"schema v{schema.version}: encoder layout disagrees on {sorted(missing)}")
         self._scratch: EncoderScratch | None = None
+        self.n_targets = schema.n_targets
+        self._blocks = [
+            (key, buf, off, math.prod(shape), shape)
+            for key, (buf, off, shape) in self.compiled.blocks.items()
+        ]
 
     def _scratch_for(self, n_units: int) -> EncoderScratch:
         if self._scratch is None or self._scratch.vuln.shape[0] != n_units:
@@ -1079,7 +1085,7 @@ class Encoder:
 
     def encode(self, S, L, P) -> dict[str, np.ndarray]:
         c = self.compiled
-        if S.slot_unit.shape[2] < self.schema.n_targets or S.slot_unit.shape[1] != L.n_heroes:
+        if S.slot_unit.shape[2] < self.n_targets or S.slot_unit.shape[1] != L.n_heroes:
             raise BadInput(
                 f"encoder for schema v{self.schema.version}: the state was built for another schema"
             )
@@ -1106,19 +1112,18 @@ class Encoder:
             fbuf,
             ibuf,
             bbuf,
-            self.schema.n_targets,
+            self.n_targets,
             c.amask_off,
             c.tmask_off,
             c.pmask_off,
             self._scratch_for(L.n_units),
         )
         bufs = {"float": fbuf, "int": ibuf, "bool": bbuf}
-        out = {}
-        for key, (buf, off, shape) in c.blocks.items():
-            n = int(np.prod(shape))
-            start = off * G * A
-            out[key] = bufs[buf][start : start + G * A * n].reshape(G, A, *shape)
-        return out
+        GA = G * A
+        return {
+            key: bufs[buf][off * GA : (off + n) * GA].reshape(G, A, *shape)
+            for key, buf, off, n, shape in self._blocks
+        }
 
 
 __all__ = ["Encoder", "GROUP_SOURCES", "SOURCE_FEATURES", "compile_schema", "encode_all"]
