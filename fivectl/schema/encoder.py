@@ -404,17 +404,15 @@ def unit_team_feature(code, uf, ui, hi, ls, vuln, tick, fps, n_heroes, g, team, 
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def unit_observer_feature(code, uf, ui, g, h, u, x, y, fogged):
-    """The unit features that depend on the observing hero h (``OBSERVER_UNIT_FEATURES``); (x, y) is where h's
-    team sees unit u (its last seen position when ``fogged``)."""
+def unit_observer_feature(code, uf, ui, g, h, u, dx, dy, d2, fogged):
+    """The unit features that depend on the observing hero h (``OBSERVER_UNIT_FEATURES``). (dx, dy) is unit u's
+    offset from h where h's team sees it (its last seen position when ``fogged``), d2 = dx * dx + dy * dy."""
     if code == 3:
-        return (x - uf[g, ST.UF_X, h]) * KM
+        return dx * KM
     if code == 4:
-        return (y - uf[g, ST.UF_Y, h]) * KM
+        return dy * KM
     if code == 5:
-        dx = x - uf[g, ST.UF_X, h]
-        dy = y - uf[g, ST.UF_Y, h]
-        return np.sqrt(dx * dx + dy * dy) * KM
+        return np.sqrt(d2) * KM
     if code == 21:
         return 1.0 if ui[g, ST.UI_TARGET, u] == h and not fogged else 0.0
     if code == 22:
@@ -422,10 +420,8 @@ def unit_observer_feature(code, uf, ui, g, h, u, x, y, fogged):
     if code == 25:
         return 1.0 if u == h else 0.0
     if code == 26:
-        dx = x - uf[g, ST.UF_X, h]
-        dy = y - uf[g, ST.UF_Y, h]
         r = uf[g, ST.UF_RNG, h]
-        return 1.0 if dx * dx + dy * dy <= r * r else 0.0
+        return 1.0 if d2 <= r * r else 0.0
     return 0.0
 
 
@@ -683,6 +679,8 @@ def write_unit_slots(
     slot_unit,
     g,
     h,
+    hx,
+    hy,
     team,
     gi,
     n,
@@ -711,8 +709,9 @@ def write_unit_slots(
         c = X.sel[k]
         u = X.cand_u[team, gi, c]
         fog = X.cand_fog[team, gi, c]
-        x = X.cand_x[team, gi, c]
-        y = X.cand_y[team, gi, c]
+        dx = X.cand_x[team, gi, c] - hx
+        dy = X.cand_y[team, gi, c] - hy
+        d2 = X.sel_d[k]  # dx * dx + dy * dy, from the selection
         bbuf[mbase + k] = True
         if toff >= 0:
             slot_unit[g, h, toff + k] = u
@@ -721,13 +720,13 @@ def write_unit_slots(
             fbuf[o + j] = X.frows[team, gi, c, j]
         for q in range(fo0, fo1):
             j = fobs[q]
-            fbuf[o + j] = unit_observer_feature(fcode[fcol + j], uf, ui, g, h, u, x, y, fog)
+            fbuf[o + j] = unit_observer_feature(fcode[fcol + j], uf, ui, g, h, u, dx, dy, d2, fog)
         o = cbase + k * nc
         for j in range(nc):
             ibuf[o + j] = X.crows[team, gi, c, j]
         for q in range(co0, co1):
             j = cobs[q]
-            ibuf[o + j] = int(unit_observer_feature(ccode[ccol + j], uf, ui, g, h, u, x, y, fog))
+            ibuf[o + j] = int(unit_observer_feature(ccode[ccol + j], uf, ui, g, h, u, dx, dy, d2, fog))
 
 
 # ---------------------------------------------------------------- the kernel
@@ -845,16 +844,18 @@ def encode_all(
                         else:
                             iv = int(prev_feature(code, csub[ccol + j], S, g, h))
                         ibuf[cbase + j] = iv
-                    if src == SRC_SELF:  # the hero seen from itself (dx = 0, is_self = 1, ...)
+                    if (
+                        src == SRC_SELF
+                    ):  # the hero seen from itself (dx = dy = distance = 0, is_self = 1, ...)
                         for q in range(gt[gi, G_FOBS], gt[gi, G_FOBS] + gt[gi, G_NFOBS]):
                             j = fobs[q]
                             fbuf[fbase + j] = unit_observer_feature(
-                                fcode[fcol + j], uf, ui, g, h, h, hx, hy, False
+                                fcode[fcol + j], uf, ui, g, h, h, 0.0, 0.0, 0.0, False
                             )
                         for q in range(gt[gi, G_COBS], gt[gi, G_COBS] + gt[gi, G_NCOBS]):
                             j = cobs[q]
                             ibuf[cbase + j] = int(
-                                unit_observer_feature(ccode[ccol + j], uf, ui, g, h, h, hx, hy, False)
+                                unit_observer_feature(ccode[ccol + j], uf, ui, g, h, h, 0.0, 0.0, 0.0, False)
                             )
                 elif src == SRC_TERRAIN:
                     sh = gt[gi, G_SH]
@@ -863,16 +864,18 @@ def encode_all(
                     for c in range(sw):
                         X.cell_x[c] = terrain_cell(hx + (c - (sw - 1) * 0.5) * D.TERRAIN_CELL)
                     for r in range(sh):
-                        iy = terrain_cell(hy + (r - (sh - 1) * 0.5) * D.TERRAIN_CELL)
-                        for c in range(sw):
-                            ix = X.cell_x[c]
-                            o = fbase + (r * sw + c) * nf
-                            for j in range(nf):
-                                code = fcode[fcol + j]
+                        X.cell_y[r] = terrain_cell(hy + (r - (sh - 1) * 0.5) * D.TERRAIN_CELL)
+                    for j in range(nf):  # channel by channel: the feature code is constant in the cell loops
+                        code = fcode[fcol + j]
+                        for r in range(sh):
+                            iy = X.cell_y[r]
+                            for c in range(sw):
+                                ix = X.cell_x[c]
+                                o = fbase + (r * sw + c) * nf + j
                                 if code == FEAT_CONST:
-                                    fbuf[o + j] = fconst[fcol + j]
+                                    fbuf[o] = fconst[fcol + j]
                                 elif ix >= 0 and iy >= 0:
-                                    fbuf[o + j] = terrain_feature(code, L.walk, L.lanegrid, ix, iy)
+                                    fbuf[o] = terrain_feature(code, L.walk, L.lanegrid, ix, iy)
                 elif src == SRC_ABILITIES or src == SRC_ITEMS:
                     mbase = gt[gi, G_MOFF] * GA + ga * count
                     for k in range(count):
@@ -910,6 +913,8 @@ def encode_all(
                         S.slot_unit,
                         g,
                         h,
+                        hx,
+                        hy,
                         team,
                         gi,
                         n,
@@ -1023,7 +1028,8 @@ EncoderScratch = namedtuple(
         "crows",  # int32 [2, n_groups, U, max categorical columns]
         "sel",  # int64 [SCRATCH_MAX_COUNT]: one hero's closest candidates
         "sel_d",  # float64 [SCRATCH_MAX_COUNT]
-        "cell_x",  # int64 [grid width]: terrain cell index of each grid column
+        "cell_x",  # int64 [grid width]: terrain cell index of each grid column (-1 outside the map)
+        "cell_y",  # int64 [grid height]: same for each grid row
         "t_slot",  # int64 [n_targets]: target slots a hero may target, and per slot what the rules check
         "t_attack",
         "t_spell",
@@ -1038,6 +1044,7 @@ def alloc_scratch(c: CompiledSchema, n_units: int, n_targets: int) -> EncoderScr
     max_nf = max([1, *c.groups[:, G_NF]])
     max_nc = max([1, *c.groups[:, G_NC]])
     max_sw = max([1, *c.groups[:, G_SW]])
+    max_sh = max([1, *c.groups[:, G_SH]])
     nt = max(n_targets, 1)
     return EncoderScratch(
         vuln=np.zeros(n_units, np.bool_),
@@ -1051,6 +1058,7 @@ def alloc_scratch(c: CompiledSchema, n_units: int, n_targets: int) -> EncoderScr
         sel=np.zeros(ST.SCRATCH_MAX_COUNT, np.int64),
         sel_d=np.zeros(ST.SCRATCH_MAX_COUNT, np.float64),
         cell_x=np.zeros(max_sw, np.int64),
+        cell_y=np.zeros(max_sh, np.int64),
         t_slot=np.zeros(nt, np.int64),
         t_attack=np.zeros(nt, np.bool_),
         t_spell=np.zeros(nt, np.bool_),
