@@ -708,25 +708,36 @@ def write_unit_slots(
     for k in range(n):
         c = X.sel[k]
         u = X.cand_u[team, gi, c]
-        fog = X.cand_fog[team, gi, c]
-        dx = X.cand_x[team, gi, c] - hx
-        dy = X.cand_y[team, gi, c] - hy
-        d2 = X.sel_d[k]  # dx * dx + dy * dy, from the selection
+        X.sel_u[k] = u
+        X.sel_fog[k] = X.cand_fog[team, gi, c]
+        X.sel_dx[k] = X.cand_x[team, gi, c] - hx
+        X.sel_dy[k] = X.cand_y[team, gi, c] - hy
         bbuf[mbase + k] = True
         if toff >= 0:
             slot_unit[g, h, toff + k] = u
         o = fbase + k * nf
         for j in range(nf):
             fbuf[o + j] = X.frows[team, gi, c, j]
-        for q in range(fo0, fo1):
-            j = fobs[q]
-            fbuf[o + j] = unit_observer_feature(fcode[fcol + j], uf, ui, g, h, u, dx, dy, d2, fog)
         o = cbase + k * nc
         for j in range(nc):
             ibuf[o + j] = X.crows[team, gi, c, j]
-        for q in range(co0, co1):
-            j = cobs[q]
-            ibuf[o + j] = int(unit_observer_feature(ccode[ccol + j], uf, ui, g, h, u, dx, dy, d2, fog))
+    # observer columns column by column: the feature code is constant in the slot loop
+    for q in range(fo0, fo1):
+        j = fobs[q]
+        code = fcode[fcol + j]
+        for k in range(n):
+            fbuf[fbase + k * nf + j] = unit_observer_feature(
+                code, uf, ui, g, h, X.sel_u[k], X.sel_dx[k], X.sel_dy[k], X.sel_d[k], X.sel_fog[k]
+            )
+    for q in range(co0, co1):
+        j = cobs[q]
+        code = ccode[ccol + j]
+        for k in range(n):
+            ibuf[cbase + k * nc + j] = int(
+                unit_observer_feature(
+                    code, uf, ui, g, h, X.sel_u[k], X.sel_dx[k], X.sel_dy[k], X.sel_d[k], X.sel_fog[k]
+                )
+            )
 
 
 # ---------------------------------------------------------------- the kernel
@@ -1027,7 +1038,11 @@ EncoderScratch = namedtuple(
         "frows",  # float32 [2, n_groups, U, max float columns]: their team-level feature rows
         "crows",  # int32 [2, n_groups, U, max categorical columns]
         "sel",  # int64 [SCRATCH_MAX_COUNT]: one hero's closest candidates
-        "sel_d",  # float64 [SCRATCH_MAX_COUNT]
+        "sel_d",  # float64 [SCRATCH_MAX_COUNT]: their squared distance, unit, fog flag and offset from the hero
+        "sel_u",
+        "sel_fog",
+        "sel_dx",
+        "sel_dy",
         "cell_x",  # int64 [grid width]: terrain cell index of each grid column (-1 outside the map)
         "cell_y",  # int64 [grid height]: same for each grid row
         "t_slot",  # int64 [n_targets]: target slots a hero may target, and per slot what the rules check
@@ -1057,6 +1072,10 @@ def alloc_scratch(c: CompiledSchema, n_units: int, n_targets: int) -> EncoderScr
         crows=np.zeros((2, ng, n_units, max_nc), np.int32),
         sel=np.zeros(ST.SCRATCH_MAX_COUNT, np.int64),
         sel_d=np.zeros(ST.SCRATCH_MAX_COUNT, np.float64),
+        sel_u=np.zeros(ST.SCRATCH_MAX_COUNT, np.int64),
+        sel_fog=np.zeros(ST.SCRATCH_MAX_COUNT, np.bool_),
+        sel_dx=np.zeros(ST.SCRATCH_MAX_COUNT, np.float64),
+        sel_dy=np.zeros(ST.SCRATCH_MAX_COUNT, np.float64),
         cell_x=np.zeros(max_sw, np.int64),
         cell_y=np.zeros(max_sh, np.int64),
         t_slot=np.zeros(nt, np.int64),
