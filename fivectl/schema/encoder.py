@@ -10,6 +10,11 @@ Design (so that a schema v2 is a TOML edit plus a few lines here):
   for every game and agent and calls the feature function of each column — no Python loop over units or agents.
   Adding a field = add ``name -> code`` to a registry and a branch computing it in the matching ``*_feature``
   function below; adding a group = add its source.
+- Unit sets are encoded in two passes because fog of war is shared by a team: per game and team, the observed
+  units of each set and their rows of team-level features (``unit_team_feature``) are computed once; per hero,
+  the closest ones are selected, their rows copied, and only the columns that depend on the observing hero
+  (``OBSERVER_UNIT_FEATURES``: offsets, distance, targeting, range; ``unit_observer_feature``) are computed. A
+  new unit feature that depends on the observing hero (not only on its team) goes in that list and function.
 
 Unit sets keep the closest observed units (ties by unit index), with masks. Units in fog are not observed, except
 enemy heroes, which keep their last seen state (``seen_age`` > 0 tells how old it is). For targetable unit sets the
