@@ -5,7 +5,11 @@
 Prints one record per (game, processes): ``game`` ("1v1" / "5v5"), ``processes``, ``env_steps_per_s``
 (decisions of one game per second, each = frameskip ticks), ``agent_steps_per_s`` (env steps x agents),
 ``game_seconds_per_s`` (simulated game time per wall second), plus the per-step split between the core step,
-the encoder and the action sampling (single-process runs).
+the encoder and the action sampling (single-process runs, shares of CPU time).
+
+The wall-clock rates drop when other jobs share the cores. ``agent_steps_per_cpu_s`` divides by the CPU time the
+stepping processes got instead (per process, i.e. per core), which is what "agent-steps/s per core" means on a
+busy machine; it still includes the slowdown from sharing caches with other jobs.
 """
 
 from __future__ import annotations
@@ -37,33 +41,36 @@ def run_one(game: str, seconds: float, num_games: int, seed: int, queue=None) ->
     plain_encode = env.encoder.encode
 
     def timed_encode(*args):  # split env.step into core kernel and encoder without touching the env
-        t = time.perf_counter()
+        t = time.process_time()
         out = plain_encode(*args)
-        encode_s[0] += time.perf_counter() - t
+        encode_s[0] += time.process_time() - t
         return out
 
     env.encoder.encode = timed_encode
     steps = 0
     t_sample = t_step = 0.0
     t0 = time.perf_counter()
+    c0 = time.process_time()
     while time.perf_counter() - t0 < seconds:
-        a0 = time.perf_counter()
+        a0 = time.process_time()
         actions = env.sample_random_actions(rng)
-        a1 = time.perf_counter()
+        a1 = time.process_time()
         env.step(actions)
-        a2 = time.perf_counter()
+        a2 = time.process_time()
         t_sample += a1 - a0
         t_step += a2 - a1
         steps += 1
     wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     out = {
         "env_steps": steps * num_games,
         "wall_s": wall,
+        "cpu_s": cpu,
         "agents": env.agents_per_game,
         "step_seconds": env.cfg.frameskip / env.cfg.fps,
-        "sample_frac": t_sample / wall,
-        "encode_frac": encode_s[0] / wall,
-        "core_frac": (t_step - encode_s[0]) / wall,
+        "sample_frac": t_sample / cpu,
+        "encode_frac": encode_s[0] / cpu,
+        "core_frac": (t_step - encode_s[0]) / cpu,
     }
     if queue is not None:
         queue.put(out)
@@ -83,6 +90,7 @@ def measure(game: str, processes: int, seconds: float, num_games: int) -> dict:
         for p in procs:
             p.join()
     env_steps_per_s = sum(p["env_steps"] / p["wall_s"] for p in parts)
+    env_steps_per_cpu_s = sum(p["env_steps"] / p["cpu_s"] for p in parts) / len(parts)
     rec = {
         "game": game,
         "processes": processes,
@@ -90,6 +98,8 @@ def measure(game: str, processes: int, seconds: float, num_games: int) -> dict:
         "env_steps_per_s": round(env_steps_per_s, 1),
         "agent_steps_per_s": round(env_steps_per_s * parts[0]["agents"], 1),
         "game_seconds_per_s": round(env_steps_per_s * parts[0]["step_seconds"], 1),
+        "agent_steps_per_cpu_s": round(env_steps_per_cpu_s * parts[0]["agents"], 1),
+        "cpu_share": round(sum(p["cpu_s"] / p["wall_s"] for p in parts) / len(parts), 3),
     }
     if processes == 1:
         rec.update({k: round(parts[0][k], 3) for k in ("core_frac", "encode_frac", "sample_frac")})
@@ -101,10 +111,12 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0, help="measured wall seconds per configuration")
     ap.add_argument("--games", type=int, default=64, help="games per process (batched)")
     ap.add_argument("--json", action="store_true", help="print the records as one JSON list")
+    ap.add_argument("--game", choices=("1v1", "5v5"), action="append", help="only this game (repeatable)")
+    ap.add_argument("--processes", type=int, choices=(1, 2), action="append", help="only this many processes")
     args = ap.parse_args()
     records = []
-    for game in ("1v1", "5v5"):
-        for processes in (1, 2):
+    for game in args.game or ("1v1", "5v5"):
+        for processes in args.processes or (1, 2):
             rec = measure(game, processes, args.seconds, args.games)
             records.append(rec)
             if not args.json:

@@ -10,6 +10,11 @@ Design (so that a schema v2 is a TOML edit plus a few lines here):
   for every game and agent and calls the feature function of each column — no Python loop over units or agents.
   Adding a field = add ``name -> code`` to a registry and a branch computing it in the matching ``*_feature``
   function below; adding a group = add its source.
+- Unit sets are encoded in two passes because fog of war is shared by a team: per game and team, the observed
+  units of each set and their rows of team-level features (``unit_team_feature``) are computed once; per hero,
+  the closest ones are selected, their rows copied, and only the columns that depend on the observing hero
+  (``OBSERVER_UNIT_FEATURES``: offsets, distance, targeting, range; ``unit_observer_feature``) are computed. A
+  new unit feature that depends on the observing hero (not only on its team) goes in that list and function.
 
 Unit sets keep the closest observed units (ties by unit index), with masks. Units in fog are not observed, except
 enemy heroes, which keep their last seen state (``seen_age`` > 0 tells how old it is). For targetable unit sets the
@@ -22,6 +27,8 @@ Arrays are written into three flat buffers (float32, int32, bool) with each key'
 
 from __future__ import annotations
 
+import math
+from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,6 +96,10 @@ UNIT_FEATURES = {
     "deniable": (31, 1, "float"),
     "attack_ready": (32, 1, "float"),
 }
+# Unit features that depend on the observing hero, not only on its team (computed per agent by
+# ``unit_observer_feature``; every other unit feature is computed once per team by ``unit_team_feature``).
+OBSERVER_UNIT_FEATURES = ("dx", "dy", "distance", "targets_me", "my_target", "is_self", "in_attack_range")
+OBSERVER_CODES = frozenset(UNIT_FEATURES[name][0] for name in OBSERVER_UNIT_FEATURES)
 SELF_FEATURES = {
     "alive": (100, 1, "float"),
     "gold": (101, 1, "float"),
@@ -160,9 +171,10 @@ SOURCE_FEATURES = {
 }
 KM = 1.0 / 1000.0  # distances are fed in thousands of game units
 
-# group table columns
+# group table columns (G_FOBS/G_COBS: first entry of the group's observer-dependent columns in ``fobs``/``cobs``)
 (G_SRC, G_COUNT, G_NF, G_NC, G_FOFF, G_COFF, G_MOFF, G_TOFF, G_FCOL, G_CCOL, G_SH, G_SW) = range(12)
-N_GCOLS = 12
+G_FOBS, G_NFOBS, G_COBS, G_NCOBS = 12, 13, 14, 15
+N_GCOLS = 16
 
 
 @dataclass
@@ -176,6 +188,8 @@ class CompiledSchema:
     ccode: np.ndarray
     csub: np.ndarray
     cconst: np.ndarray  # int32
+    fobs: np.ndarray  # int32: group-relative float columns computed per observer (unit groups and self)
+    cobs: np.ndarray  # int32: same for categorical columns
     blocks: dict  # key -> (buffer name, offset per agent, per-agent shape)
     n_float: int  # per-agent sizes of the three buffers
     n_int: int
@@ -188,6 +202,7 @@ class CompiledSchema:
 def compile_schema(schema: ObsSchema) -> CompiledSchema:
     """Check every group/field against the registries and build the kernel tables (BadInput if unknown)."""
     rows, fcode, fsub, fconst, ccode, csub, cconst = [], [], [], [], [], [], []
+    fobs, cobs = [], []
     blocks = {}
     nf = ni = nb = 0
     t_offsets = schema.target_offsets()
@@ -216,6 +231,7 @@ def compile_schema(schema: ObsSchema) -> CompiledSchema:
         if g.targetable and src not in UNIT_SOURCES:
             raise BadInput(f"schema v{schema.version}: group {g.name!r} cannot be targetable")
         fcol0, ccol0 = len(fcode), len(ccode)
+        fobs0, cobs0 = len(fobs), len(cobs)
         for f in g.fields:
             if f.retired:
                 for j in range(f.width):
@@ -241,6 +257,11 @@ def compile_schema(schema: ObsSchema) -> CompiledSchema:
                 )
             if (kind == "categorical") != (f.kind == "categorical"):
                 raise BadInput(f"schema v{schema.version}: field {g.name}.{f.name} must be {kind}")
+            if src in (SRC_SELF, *UNIT_SOURCES) and code in OBSERVER_CODES:
+                if f.is_float:
+                    fobs.extend(len(fcode) - fcol0 + j for j in range(width))
+                else:
+                    cobs.extend(len(ccode) - ccol0 + j for j in range(width))
             for j in range(width):
                 if f.is_float:
                     fcode.append(code)
@@ -276,6 +297,10 @@ def compile_schema(schema: ObsSchema) -> CompiledSchema:
                 ccol0,
                 sh,
                 sw,
+                fobs0,
+                len(fobs) - fobs0,
+                cobs0,
+                len(cobs) - cobs0,
             ]
         )
     P, T = schema.action.n_primary, schema.n_targets
@@ -296,6 +321,8 @@ def compile_schema(schema: ObsSchema) -> CompiledSchema:
         ccode=np.array(ccode, np.int32),
         csub=np.array(csub, np.int32),
         cconst=np.array(cconst, np.int32),
+        fobs=np.array(fobs, np.int32),
+        cobs=np.array(cobs, np.int32),
         blocks=blocks,
         n_float=nf,
         n_int=ni,
@@ -308,30 +335,17 @@ def compile_schema(schema: ObsSchema) -> CompiledSchema:
 
 # ---------------------------------------------------------------- feature functions (numba)
 @njit(cache=True, _nrt=False, inline="always")
-def unit_feature(code, uf, ui, hi, ls, vuln, tick, fps, n_heroes, g, h, u, fogged):
-    """Feature ``code`` of unit u as seen by hero h. ``fogged``: an enemy hero shown at its last seen state.
+def unit_team_feature(code, uf, ui, hi, ls, vuln, tick, fps, n_heroes, g, team, u, fogged):
+    """Feature ``code`` of unit u as seen by team ``team``: every unit feature that does not depend on which hero
+    of the team observes (those are in ``unit_observer_feature``; this returns 0 for them). Computed once per
+    team and unit, then copied to every teammate's slot. ``fogged``: an enemy hero shown at its last seen state.
     Takes the state arrays it reads (not the whole state tuple): it runs for every observed unit and column."""
-    team = ui[g, ST.UI_TEAM, h]
-    if fogged:
-        x = ls[g, ST.LS_X, team, u]
-        y = ls[g, ST.LS_Y, team, u]
-    else:
-        x = uf[g, ST.UF_X, u]
-        y = uf[g, ST.UF_Y, u]
     if code == 0:
         return ui[g, ST.UI_UTYPE, u]
     if code == 1:
         return hi[g, ST.HI_HERO_ID, u] + 1 if u < n_heroes else 0
     if code == 2:
         return 1.0 if ui[g, ST.UI_TEAM, u] != team else 0.0
-    if code == 3:
-        return (x - uf[g, ST.UF_X, h]) * KM
-    if code == 4:
-        return (y - uf[g, ST.UF_Y, h]) * KM
-    if code == 5:
-        dx = x - uf[g, ST.UF_X, h]
-        dy = y - uf[g, ST.UF_Y, h]
-        return np.sqrt(dx * dx + dy * dy) * KM
     if code == 6:
         return ls[g, ST.LS_HP, team, u] if fogged else uf[g, ST.UF_HP, u]
     if code == 7:
@@ -368,27 +382,16 @@ def unit_feature(code, uf, ui, hi, ls, vuln, tick, fps, n_heroes, g, h, u, fogge
         return 0.0 if fogged else 1.0
     if code == 20:
         return (tick - ls[g, ST.LS_TICK, team, u]) / fps if fogged else 0.0
-    if code == 21:
-        return 1.0 if ui[g, ST.UI_TARGET, u] == h and not fogged else 0.0
-    if code == 22:
-        return 1.0 if ui[g, ST.UI_TARGET, h] == u else 0.0
     if code == 23:
         return ui[g, ST.UI_TIER, u]
     if code == 24:
         return ui[g, ST.UI_LANE, u] + 1
-    if code == 25:
-        return 1.0 if u == h else 0.0
-    if code == 26:
-        dx = x - uf[g, ST.UF_X, h]
-        dy = y - uf[g, ST.UF_Y, h]
-        r = uf[g, ST.UF_RNG, h]
-        return 1.0 if dx * dx + dy * dy <= r * r else 0.0
     if code == 27:
         return 1.0 if vuln[u] else 0.0
     if code == 28:
-        return x * KM
+        return (ls[g, ST.LS_X, team, u] if fogged else uf[g, ST.UF_X, u]) * KM
     if code == 29:
-        return y * KM
+        return (ls[g, ST.LS_Y, team, u] if fogged else uf[g, ST.UF_Y, u]) * KM
     if code == 30:
         return hi[g, ST.HI_EXTRA_LIFE, u] if u < n_heroes else 0.0
     if code == 31:
@@ -406,6 +409,28 @@ def unit_feature(code, uf, ui, hi, ls, vuln, tick, fps, n_heroes, g, h, u, fogge
 
 
 @njit(cache=True, _nrt=False, inline="always")
+def unit_observer_feature(code, uf, ui, g, h, u, dx, dy, d2, fogged):
+    """The unit features that depend on the observing hero h (``OBSERVER_UNIT_FEATURES``). (dx, dy) is unit u's
+    offset from h where h's team sees it (its last seen position when ``fogged``), d2 = dx * dx + dy * dy."""
+    if code == 3:
+        return dx * KM
+    if code == 4:
+        return dy * KM
+    if code == 5:
+        return np.sqrt(d2) * KM
+    if code == 21:
+        return 1.0 if ui[g, ST.UI_TARGET, u] == h and not fogged else 0.0
+    if code == 22:
+        return 1.0 if ui[g, ST.UI_TARGET, h] == u else 0.0
+    if code == 25:
+        return 1.0 if u == h else 0.0
+    if code == 26:
+        r = uf[g, ST.UF_RNG, h]
+        return 1.0 if d2 <= r * r else 0.0
+    return 0.0
+
+
+@njit(cache=True, _nrt=False, inline="always")
 def hero_net_worth(hf, hi, g, h):
     """core.net_worth on the arrays (gold plus the cost of the items held)."""
     w = hf[g, ST.HF_GOLD, h]
@@ -416,9 +441,12 @@ def hero_net_worth(hf, hi, g, h):
 
 @njit(cache=True, _nrt=False, inline="always")
 def self_feature(code, sub, uf, ui, hf, hi, ls, vuln, tick, fps, n_heroes, g, h):
-    """Features of the controlled hero: any unit feature (code < 100) plus hero-only ones."""
+    """Features of the controlled hero: any unit feature (code < 100) plus hero-only ones. The observer-dependent
+    unit features (``OBSERVER_UNIT_FEATURES``) are filled by the kernel with ``unit_observer_feature``."""
     if code < 100:
-        return unit_feature(code, uf, ui, hi, ls, vuln, tick, fps, n_heroes, g, h, h, False)
+        return unit_team_feature(
+            code, uf, ui, hi, ls, vuln, tick, fps, n_heroes, g, ui[g, ST.UI_TEAM, h], h, False
+        )
     if code == 100:
         return 1.0 if ui[g, ST.UI_ALIVE, h] else 0.0
     if code == 101:
@@ -544,17 +572,21 @@ def item_feature(code, S, L, P, g, h, k):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def terrain_feature(code, walk, lanegrid, x, y):
-    """Channel ``code`` of the static map at (x, y); 0 outside the map."""
-    if x < 0.0 or y < 0.0 or x >= D.MAP_SIZE or y >= D.MAP_SIZE:
-        return 0.0
-    ix = int(x / D.TERRAIN_CELL)
-    iy = int(y / D.TERRAIN_CELL)
+def terrain_feature(code, walk, lanegrid, ix, iy):
+    """Channel ``code`` of the static map at cell (ix, iy) (cells outside the map are fed 0 by the kernel)."""
     if code == 600:
         return float(walk[ix, iy])
     if code == 601:
         return float(lanegrid[ix, iy])
     return 0.0
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def terrain_cell(p):
+    """Index of the terrain cell holding map coordinate p; -1 outside the map."""
+    if p < 0.0 or p >= D.MAP_SIZE:
+        return -1
+    return int(p / D.TERRAIN_CELL)
 
 
 # ---------------------------------------------------------------- unit selection
@@ -570,14 +602,12 @@ def unit_range(L, src):
 
 
 @njit(cache=True, _nrt=False)
-def select_closest(S, L, g, h, src, count, out_u, out_fog):
-    """The ``count`` closest units of a source observed by h's team; returns how many were found."""
-    team = S.ui[g, ST.UI_TEAM, h]
+def team_candidates(S, L, g, team, gi, src, X):
+    """The units of a source that ``team`` observes, in unit index order, and where it sees them: alive and
+    visible units, plus enemy heroes in fog at their last seen position. Fog is shared by the team, so this
+    runs once per team; each hero then picks its closest ones (``select_closest``)."""
     lo, hi = unit_range(L, src)
-    hx = S.uf[g, ST.UF_X, h]
-    hy = S.uf[g, ST.UF_Y, h]
     n = 0
-    best_d = S.sf[0:count]
     for u in range(lo, hi):
         fog = False
         if S.ui[g, ST.UI_ALIVE, u] and S.vis[g, team, u]:
@@ -589,22 +619,130 @@ def select_closest(S, L, g, h, src, count, out_u, out_fog):
             y = S.ls[g, ST.LS_Y, team, u]
         else:
             continue
+        X.cand_u[team, gi, n] = u
+        X.cand_fog[team, gi, n] = fog
+        X.cand_x[team, gi, n] = x
+        X.cand_y[team, gi, n] = y
+        n += 1
+    X.cand_n[team, gi] = n
+
+
+@njit(cache=True, _nrt=False)
+def team_unit_rows(
+    uf, ui, hi, ls, vuln, tick, fps, nh, g, team, gi, nf, nc, fcol, ccol, fcode, fconst, ccode, cconst, X
+):
+    """The feature rows of every candidate unit of group gi as seen by ``team``, except the observer-dependent
+    columns (left 0 here, written per hero by ``write_unit_slots``)."""
+    for i in range(X.cand_n[team, gi]):
+        u = X.cand_u[team, gi, i]
+        fog = X.cand_fog[team, gi, i]
+        for j in range(nf):
+            code = fcode[fcol + j]
+            if code == FEAT_CONST:
+                v = fconst[fcol + j]
+            else:
+                v = unit_team_feature(code, uf, ui, hi, ls, vuln, tick, fps, nh, g, team, u, fog)
+            X.frows[team, gi, i, j] = v
+        for j in range(nc):
+            code = ccode[ccol + j]
+            if code == FEAT_CONST:
+                iv = cconst[ccol + j]
+            else:
+                iv = int(unit_team_feature(code, uf, ui, hi, ls, vuln, tick, fps, nh, g, team, u, fog))
+            X.crows[team, gi, i, j] = iv
+
+
+@njit(cache=True, _nrt=False)
+def select_closest(X, team, gi, count, hx, hy):
+    """Indices (into the team's candidates of group gi) of the ``count`` closest to (hx, hy), closest first,
+    ties by unit index, in ``X.sel``; returns how many were found."""
+    n = 0
+    best_d = X.sel_d
+    out = X.sel
+    for c in range(X.cand_n[team, gi]):
+        x = X.cand_x[team, gi, c]
+        y = X.cand_y[team, gi, c]
         d = (x - hx) * (x - hx) + (y - hy) * (y - hy)
         if n == count and d >= best_d[n - 1]:
             continue
         i = n if n < count else count - 1
         while i > 0 and best_d[i - 1] > d:
-            if i < count:
-                best_d[i] = best_d[i - 1]
-                out_u[i] = out_u[i - 1]
-                out_fog[i] = out_fog[i - 1]
+            best_d[i] = best_d[i - 1]
+            out[i] = out[i - 1]
             i -= 1
         best_d[i] = d
-        out_u[i] = u
-        out_fog[i] = fog
+        out[i] = c
         if n < count:
             n += 1
     return n
+
+
+@njit(cache=True, _nrt=False)
+def write_unit_slots(
+    uf,
+    ui,
+    slot_unit,
+    g,
+    h,
+    hx,
+    hy,
+    team,
+    gi,
+    n,
+    gt,
+    fcode,
+    ccode,
+    fobs,
+    cobs,
+    fbuf,
+    ibuf,
+    bbuf,
+    fbase,
+    cbase,
+    mbase,
+    X,
+):
+    """Copy the team rows of the selected units into hero h's slots and fill in its observer-dependent columns."""
+    nf = gt[gi, G_NF]
+    nc = gt[gi, G_NC]
+    fcol = gt[gi, G_FCOL]
+    ccol = gt[gi, G_CCOL]
+    toff = gt[gi, G_TOFF]
+    fo0, fo1 = gt[gi, G_FOBS], gt[gi, G_FOBS] + gt[gi, G_NFOBS]
+    co0, co1 = gt[gi, G_COBS], gt[gi, G_COBS] + gt[gi, G_NCOBS]
+    for k in range(n):
+        c = X.sel[k]
+        u = X.cand_u[team, gi, c]
+        X.sel_u[k] = u
+        X.sel_fog[k] = X.cand_fog[team, gi, c]
+        X.sel_dx[k] = X.cand_x[team, gi, c] - hx
+        X.sel_dy[k] = X.cand_y[team, gi, c] - hy
+        bbuf[mbase + k] = True
+        if toff >= 0:
+            slot_unit[g, h, toff + k] = u
+        o = fbase + k * nf
+        for j in range(nf):
+            fbuf[o + j] = X.frows[team, gi, c, j]
+        o = cbase + k * nc
+        for j in range(nc):
+            ibuf[o + j] = X.crows[team, gi, c, j]
+    # observer columns column by column: the feature code is constant in the slot loop
+    for q in range(fo0, fo1):
+        j = fobs[q]
+        code = fcode[fcol + j]
+        for k in range(n):
+            fbuf[fbase + k * nf + j] = unit_observer_feature(
+                code, uf, ui, g, h, X.sel_u[k], X.sel_dx[k], X.sel_dy[k], X.sel_d[k], X.sel_fog[k]
+            )
+    for q in range(co0, co1):
+        j = cobs[q]
+        code = ccode[ccol + j]
+        for k in range(n):
+            ibuf[cbase + k * nc + j] = int(
+                unit_observer_feature(
+                    code, uf, ui, g, h, X.sel_u[k], X.sel_dx[k], X.sel_dy[k], X.sel_d[k], X.sel_fog[k]
+                )
+            )
 
 
 # ---------------------------------------------------------------- the kernel
@@ -620,6 +758,8 @@ def encode_all(
     ccode,
     csub,
     cconst,
+    fobs,
+    cobs,
     act_kind,
     act_slot,
     fbuf,
@@ -629,36 +769,65 @@ def encode_all(
     amask_off,
     tmask_off,
     pmask_off,
+    X,
 ):
-    """Fill the flat buffers for every game and agent. Per-agent layout is given by the group table ``gt``;
-    a key's block holds [G, A, *shape] contiguously at ``block_offset * G * A``."""
+    """Fill the zeroed flat buffers for every game and agent. Per-agent layout is given by the group table
+    ``gt``; a key's block holds [G, A, *shape] contiguously at ``block_offset * G * A``. Empty slots and cells
+    outside the map are not written (they stay 0). ``X`` is the scratch (``EncoderScratch``)."""
     G = S.rng.shape[0]
     A = L.n_heroes
     GA = G * A
     n_prim = act_kind.shape[0]
-    max_count = 1
-    for gi in range(gt.shape[0]):
-        max_count = max(max_count, gt[gi, G_COUNT])
-    sel_u = S.si[0:max_count]
-    sel_fog = S.sb[0:max_count]
+    n_groups = gt.shape[0]
     uf, ui, hf, hi, ls = S.uf, S.ui, S.hf, S.hi, S.ls
     fps = P.fps
     nh = L.n_heroes
-    vuln = S.sb[ST.SCRATCH_MAX_COUNT : ST.SCRATCH_MAX_COUNT + L.n_units]
+    vuln = X.vuln
     for g in range(G):
         tick = S.gi[g, ST.GI_TICK]
         for u in range(L.n_units):
             vuln[u] = C.vulnerable(S, L, g, u)
+        # what each team observes is shared by its heroes: candidates and their team-level rows once per team
+        for team in range(2):
+            for gi in range(n_groups):
+                src = gt[gi, G_SRC]
+                if src == SRC_HEROES or src == SRC_CREEPS or src == SRC_BUILDINGS or src == SRC_NEUTRALS:
+                    team_candidates(S, L, g, team, gi, src, X)
+                    team_unit_rows(
+                        uf,
+                        ui,
+                        hi,
+                        ls,
+                        vuln,
+                        tick,
+                        fps,
+                        nh,
+                        g,
+                        team,
+                        gi,
+                        gt[gi, G_NF],
+                        gt[gi, G_NC],
+                        gt[gi, G_FCOL],
+                        gt[gi, G_CCOL],
+                        fcode,
+                        fconst,
+                        ccode,
+                        cconst,
+                        X,
+                    )
         for h in range(A):
             ga = g * A + h
+            team = ui[g, ST.UI_TEAM, h]
+            hx = uf[g, ST.UF_X, h]
+            hy = uf[g, ST.UF_Y, h]
             for k in range(n_tgt):
                 S.slot_unit[g, h, k] = -1
-            for gi in range(gt.shape[0]):
+            for gi in range(n_groups):
                 src = gt[gi, G_SRC]
                 count = gt[gi, G_COUNT]
                 nf = gt[gi, G_NF]
                 nc = gt[gi, G_NC]
-                fbase = gt[gi, G_FOFF] * GA + ga * count * nf if src != SRC_TERRAIN else 0
+                fbase = gt[gi, G_FOFF] * GA + ga * count * nf
                 cbase = gt[gi, G_COFF] * GA + ga * count * nc
                 fcol = gt[gi, G_FCOL]
                 ccol = gt[gi, G_CCOL]
@@ -691,21 +860,38 @@ def encode_all(
                         else:
                             iv = int(prev_feature(code, csub[ccol + j], S, g, h))
                         ibuf[cbase + j] = iv
+                    if (
+                        src == SRC_SELF
+                    ):  # the hero seen from itself (dx = dy = distance = 0, is_self = 1, ...)
+                        for q in range(gt[gi, G_FOBS], gt[gi, G_FOBS] + gt[gi, G_NFOBS]):
+                            j = fobs[q]
+                            fbuf[fbase + j] = unit_observer_feature(
+                                fcode[fcol + j], uf, ui, g, h, h, 0.0, 0.0, 0.0, False
+                            )
+                        for q in range(gt[gi, G_COBS], gt[gi, G_COBS] + gt[gi, G_NCOBS]):
+                            j = cobs[q]
+                            ibuf[cbase + j] = int(
+                                unit_observer_feature(ccode[ccol + j], uf, ui, g, h, h, 0.0, 0.0, 0.0, False)
+                            )
                 elif src == SRC_TERRAIN:
                     sh = gt[gi, G_SH]
                     sw = gt[gi, G_SW]
                     fbase = gt[gi, G_FOFF] * GA + ga * sh * sw * nf
+                    for c in range(sw):
+                        X.cell_x[c] = terrain_cell(hx + (c - (sw - 1) * 0.5) * D.TERRAIN_CELL)
                     for r in range(sh):
-                        for c in range(sw):
-                            px = S.uf[g, ST.UF_X, h] + (c - (sw - 1) * 0.5) * D.TERRAIN_CELL
-                            py = S.uf[g, ST.UF_Y, h] + (r - (sh - 1) * 0.5) * D.TERRAIN_CELL
-                            o = fbase + (r * sw + c) * nf
-                            for j in range(nf):
-                                code = fcode[fcol + j]
+                        X.cell_y[r] = terrain_cell(hy + (r - (sh - 1) * 0.5) * D.TERRAIN_CELL)
+                    for j in range(nf):  # channel by channel: the feature code is constant in the cell loops
+                        code = fcode[fcol + j]
+                        for r in range(sh):
+                            iy = X.cell_y[r]
+                            for c in range(sw):
+                                ix = X.cell_x[c]
+                                o = fbase + (r * sw + c) * nf + j
                                 if code == FEAT_CONST:
-                                    fbuf[o + j] = fconst[fcol + j]
-                                else:
-                                    fbuf[o + j] = terrain_feature(code, L.walk, L.lanegrid, px, py)
+                                    fbuf[o] = fconst[fcol + j]
+                                elif ix >= 0 and iy >= 0:
+                                    fbuf[o] = terrain_feature(code, L.walk, L.lanegrid, ix, iy)
                 elif src == SRC_ABILITIES or src == SRC_ITEMS:
                     mbase = gt[gi, G_MOFF] * GA + ga * count
                     for k in range(count):
@@ -714,9 +900,9 @@ def encode_all(
                             present = k < 4 and S.hi[g, ST.HI_ABIL_ID + k, h] > 0
                         else:
                             present = k < D.N_ITEM_SLOTS and S.hi[g, ST.HI_ITEM_ID + k, h] > 0
-                        bbuf[mbase + k] = present
                         if not present:
                             continue
+                        bbuf[mbase + k] = True
                         for j in range(nf):
                             code = fcode[fcol + j]
                             if code == FEAT_CONST:
@@ -736,31 +922,31 @@ def encode_all(
                                 iv = int(item_feature(code, S, L, P, g, h, k))
                             ibuf[cbase + k * nc + j] = iv
                 else:
-                    mbase = gt[gi, G_MOFF] * GA + ga * count
-                    n = select_closest(S, L, g, h, src, count, sel_u, sel_fog)
-                    toff = gt[gi, G_TOFF]
-                    for k in range(n):
-                        u = sel_u[k]
-                        fog = sel_fog[k]
-                        bbuf[mbase + k] = True
-                        if toff >= 0:
-                            S.slot_unit[g, h, toff + k] = u
-                        for j in range(nf):
-                            code = fcode[fcol + j]
-                            if code == FEAT_CONST:
-                                v = fconst[fcol + j]
-                            else:
-                                v = unit_feature(code, uf, ui, hi, ls, vuln, tick, fps, nh, g, h, u, fog)
-                            fbuf[fbase + k * nf + j] = v
-                        for j in range(nc):
-                            code = ccode[ccol + j]
-                            if code == FEAT_CONST:
-                                iv = cconst[ccol + j]
-                            else:
-                                iv = int(
-                                    unit_feature(code, uf, ui, hi, ls, vuln, tick, fps, nh, g, h, u, fog)
-                                )
-                            ibuf[cbase + k * nc + j] = iv
+                    n = select_closest(X, team, gi, count, hx, hy)
+                    write_unit_slots(
+                        uf,
+                        ui,
+                        S.slot_unit,
+                        g,
+                        h,
+                        hx,
+                        hy,
+                        team,
+                        gi,
+                        n,
+                        gt,
+                        fcode,
+                        ccode,
+                        fobs,
+                        cobs,
+                        fbuf,
+                        ibuf,
+                        bbuf,
+                        fbase,
+                        cbase,
+                        gt[gi, G_MOFF] * GA + ga * count,
+                        X,
+                    )
             encode_masks(
                 S,
                 L,
@@ -776,46 +962,50 @@ def encode_all(
                 amask_off,
                 tmask_off,
                 pmask_off,
-                vuln,
+                X,
             )
 
 
-@njit(cache=True, _nrt=False, inline="always")
-def slot_target_ok(uf, ui, vis, vuln, n_heroes, g, h, u, rule, rng):
-    """core.target_ok with the state arrays it reads (runs for every primary and target slot)."""
-    if u < 0 or ui[g, ST.UI_ALIVE, u] == 0:
-        return False
+@njit(cache=True, _nrt=False)
+def slot_targets(S, L, g, h, n_tgt, X):
+    """The filled target slots of hero h that it may target at all (alive, visible), with what the target rules
+    check (as core.target_ok): attackable, enemy-spell target, ally hero, squared distance. Returns how many."""
+    uf, ui = S.uf, S.ui
     team = ui[g, ST.UI_TEAM, h]
-    if not vis[g, team, u]:
-        return False
-    tu = ui[g, ST.UI_TEAM, u]
-    ut = ui[g, ST.UI_UTYPE, u]
-    if rule == C.R_ATTACK:
+    n = 0
+    for k in range(n_tgt):
+        u = S.slot_unit[g, h, k]
+        if u < 0 or ui[g, ST.UI_ALIVE, u] == 0 or not S.vis[g, team, u]:
+            continue
+        tu = ui[g, ST.UI_TEAM, u]
+        ut = ui[g, ST.UI_UTYPE, u]
         if u == h:
-            return False
-        if tu != team:
-            return vuln[u]
-        lane_creep = ut == D.UT_MELEE or ut == D.UT_RANGED
-        return lane_creep and uf[g, ST.UF_HP, u] < D.DENY_HP_FRAC * uf[g, ST.UF_MAX_HP, u]
-    dx = uf[g, ST.UF_X, u] - uf[g, ST.UF_X, h]
-    dy = uf[g, ST.UF_Y, u] - uf[g, ST.UF_Y, h]
-    in_range = dx * dx + dy * dy <= rng * rng
-    if rule == C.R_ENEMY_SPELL:
-        return tu != team and not (ut == D.UT_TOWER or ut == D.UT_BARRACKS or ut == D.UT_ANCIENT) and in_range
-    if rule == C.R_ALLY_HERO:
-        return tu == team and u < n_heroes and in_range
-    return False
+            attackable = False
+        elif tu != team:
+            attackable = X.vuln[u]
+        else:  # deny
+            lane_creep = ut == D.UT_MELEE or ut == D.UT_RANGED
+            attackable = lane_creep and uf[g, ST.UF_HP, u] < D.DENY_HP_FRAC * uf[g, ST.UF_MAX_HP, u]
+        dx = uf[g, ST.UF_X, u] - uf[g, ST.UF_X, h]
+        dy = uf[g, ST.UF_Y, u] - uf[g, ST.UF_Y, h]
+        X.t_slot[n] = k
+        X.t_attack[n] = attackable
+        X.t_spell[n] = tu != team and not (ut == D.UT_TOWER or ut == D.UT_BARRACKS or ut == D.UT_ANCIENT)
+        X.t_ally[n] = tu == team and u < L.n_heroes
+        X.t_d2[n] = dx * dx + dy * dy
+        n += 1
+    return n
 
 
 @njit(cache=True, _nrt=False)
 def encode_masks(
-    S, L, g, h, ga, GA, act_kind, act_slot, bbuf, n_prim, n_tgt, amask_off, tmask_off, pmask_off, vuln
+    S, L, g, h, ga, GA, act_kind, act_slot, bbuf, n_prim, n_tgt, amask_off, tmask_off, pmask_off, X
 ):
     """action_mask / target_mask / param_mask with the rules the game executes (core.primary_info/target_ok)."""
     abase = amask_off * GA + ga * n_prim
     tbase = tmask_off * GA + ga * n_prim * n_tgt
     pbase = pmask_off * GA + ga * n_prim * 2
-    uf, ui, vis = S.uf, S.ui, S.vis
+    n_cand = slot_targets(S, L, g, h, n_tgt, X)
     for p in range(n_prim):
         ok, tt, rule, rng = C.primary_info(S, g, h, act_kind[p], act_slot[p])
         uses_unit = tt == C.TT_UNIT or tt == C.TT_UNIT_OFFSET
@@ -823,13 +1013,82 @@ def encode_masks(
         bbuf[pbase + 2 * p + 1] = tt == C.TT_POINT or tt == C.TT_UNIT_OFFSET
         if ok and uses_unit:
             anyt = False
-            for k in range(n_tgt):
-                u = S.slot_unit[g, h, k]
-                t_ok = slot_target_ok(uf, ui, vis, vuln, L.n_heroes, g, h, u, rule, rng)
-                bbuf[tbase + p * n_tgt + k] = t_ok
-                anyt = anyt or t_ok
+            r2 = rng * rng
+            row = tbase + p * n_tgt
+            for i in range(n_cand):
+                if rule == C.R_ATTACK:
+                    t_ok = X.t_attack[i]
+                elif rule == C.R_ENEMY_SPELL:
+                    t_ok = X.t_spell[i] and X.t_d2[i] <= r2
+                elif rule == C.R_ALLY_HERO:
+                    t_ok = X.t_ally[i] and X.t_d2[i] <= r2
+                else:
+                    t_ok = False
+                if t_ok:
+                    bbuf[row + X.t_slot[i]] = True
+                    anyt = True
             ok = anyt
         bbuf[abase + p] = ok
+
+
+EncoderScratch = namedtuple(
+    "EncoderScratch",
+    (
+        "vuln",  # bool [U]: C.vulnerable of every unit of the current game
+        "cand_u",  # int64 [2, n_groups, U]: per team and unit group, the observed units ...
+        "cand_fog",  # bool: ... whether shown at their last seen state ...
+        "cand_x",  # float64: ... and where
+        "cand_y",
+        "cand_n",  # int64 [2, n_groups]: how many
+        "frows",  # float32 [2, n_groups, U, max float columns]: their team-level feature rows
+        "crows",  # int32 [2, n_groups, U, max categorical columns]
+        "sel",  # int64 [SCRATCH_MAX_COUNT]: one hero's closest candidates
+        "sel_d",  # float64 [SCRATCH_MAX_COUNT]: their squared distance, unit, fog flag and offset from the hero
+        "sel_u",
+        "sel_fog",
+        "sel_dx",
+        "sel_dy",
+        "cell_x",  # int64 [grid width]: terrain cell index of each grid column (-1 outside the map)
+        "cell_y",  # int64 [grid height]: same for each grid row
+        "t_slot",  # int64 [n_targets]: target slots a hero may target, and per slot what the rules check
+        "t_attack",
+        "t_spell",
+        "t_ally",
+        "t_d2",
+    ),
+)
+
+
+def alloc_scratch(c: CompiledSchema, n_units: int, n_targets: int) -> EncoderScratch:
+    ng = max(len(c.groups), 1)
+    max_nf = max([1, *c.groups[:, G_NF]])
+    max_nc = max([1, *c.groups[:, G_NC]])
+    max_sw = max([1, *c.groups[:, G_SW]])
+    max_sh = max([1, *c.groups[:, G_SH]])
+    nt = max(n_targets, 1)
+    return EncoderScratch(
+        vuln=np.zeros(n_units, np.bool_),
+        cand_u=np.zeros((2, ng, n_units), np.int64),
+        cand_fog=np.zeros((2, ng, n_units), np.bool_),
+        cand_x=np.zeros((2, ng, n_units), np.float64),
+        cand_y=np.zeros((2, ng, n_units), np.float64),
+        cand_n=np.zeros((2, ng), np.int64),
+        frows=np.zeros((2, ng, n_units, max_nf), np.float32),
+        crows=np.zeros((2, ng, n_units, max_nc), np.int32),
+        sel=np.zeros(ST.SCRATCH_MAX_COUNT, np.int64),
+        sel_d=np.zeros(ST.SCRATCH_MAX_COUNT, np.float64),
+        sel_u=np.zeros(ST.SCRATCH_MAX_COUNT, np.int64),
+        sel_fog=np.zeros(ST.SCRATCH_MAX_COUNT, np.bool_),
+        sel_dx=np.zeros(ST.SCRATCH_MAX_COUNT, np.float64),
+        sel_dy=np.zeros(ST.SCRATCH_MAX_COUNT, np.float64),
+        cell_x=np.zeros(max_sw, np.int64),
+        cell_y=np.zeros(max_sh, np.int64),
+        t_slot=np.zeros(nt, np.int64),
+        t_attack=np.zeros(nt, np.bool_),
+        t_spell=np.zeros(nt, np.bool_),
+        t_ally=np.zeros(nt, np.bool_),
+        t_d2=np.zeros(nt, np.float64),
+    )
 
 
 class Encoder:
@@ -844,10 +1103,21 @@ class Encoder:
         missing = set(specs) ^ set(self.compiled.blocks)
         if missing:  # the compiled layout must be exactly the schema's array list
             raise BadInput(f"schema v{schema.version}: encoder layout disagrees on {sorted(missing)}")
+        self._scratch: EncoderScratch | None = None
+        self.n_targets = schema.n_targets
+        self._blocks = [
+            (key, buf, off, math.prod(shape), shape)
+            for key, (buf, off, shape) in self.compiled.blocks.items()
+        ]
+
+    def _scratch_for(self, n_units: int) -> EncoderScratch:
+        if self._scratch is None or self._scratch.vuln.shape[0] != n_units:
+            self._scratch = alloc_scratch(self.compiled, n_units, self.schema.n_targets)
+        return self._scratch
 
     def encode(self, S, L, P) -> dict[str, np.ndarray]:
         c = self.compiled
-        if S.slot_unit.shape[2] < self.schema.n_targets or S.slot_unit.shape[1] != L.n_heroes:
+        if S.slot_unit.shape[2] < self.n_targets or S.slot_unit.shape[1] != L.n_heroes:
             raise BadInput(
                 f"encoder for schema v{self.schema.version}: the state was built for another schema"
             )
@@ -867,23 +1137,25 @@ class Encoder:
             c.ccode,
             c.csub,
             c.cconst,
+            c.fobs,
+            c.cobs,
             self.act_kind,
             self.act_slot,
             fbuf,
             ibuf,
             bbuf,
-            self.schema.n_targets,
+            self.n_targets,
             c.amask_off,
             c.tmask_off,
             c.pmask_off,
+            self._scratch_for(L.n_units),
         )
         bufs = {"float": fbuf, "int": ibuf, "bool": bbuf}
-        out = {}
-        for key, (buf, off, shape) in c.blocks.items():
-            n = int(np.prod(shape))
-            start = off * G * A
-            out[key] = bufs[buf][start : start + G * A * n].reshape(G, A, *shape)
-        return out
+        GA = G * A
+        return {
+            key: bufs[buf][off * GA : (off + n) * GA].reshape(G, A, *shape)
+            for key, buf, off, n, shape in self._blocks
+        }
 
 
 __all__ = ["Encoder", "GROUP_SOURCES", "SOURCE_FEATURES", "compile_schema", "encode_all"]

@@ -15,6 +15,7 @@ arrays (``env.state``) that scripted bots read.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from fivectl.config.game import GameConfig
 from fivectl.errors import BadInput
@@ -194,22 +195,45 @@ class MobaEnv:
 
 
 def sample_valid_actions(rng, action_mask, target_mask, param_mask, delays=4, n_offset=81) -> np.ndarray:
-    """Vectorized uniform sampling of valid actions for arrays [..., P], [..., P, T], [..., P, 2]."""
+    """Uniform sampling of valid actions for arrays [..., P], [..., P, T], [..., P, 2]: a valid primary (noop if
+    none), a valid target slot of it (0 if none), a delay and an offset, all uniform. ``param_mask`` is not needed
+    to sample (unused parameters are ignored by the game); it is taken for the signature's symmetry."""
     lead = action_mask.shape[:-1]
-    am = action_mask.reshape(-1, action_mask.shape[-1])
-    n = am.shape[0]
-    u = rng.random(am.shape) * am
-    u[~am] = -1.0
-    primary = u.argmax(axis=1)
-    tm = target_mask.reshape(n, target_mask.shape[-2], target_mask.shape[-1])[np.arange(n), primary]
-    target = np.zeros(n, np.int64)
-    if tm.shape[1]:
-        ut = rng.random(tm.shape)
-        ut[~tm] = -1.0
-        target = np.where(tm.any(axis=1), ut.argmax(axis=1), 0)
-    out = np.zeros((n, 4), np.int32)
-    out[:, 0] = primary
-    out[:, 1] = rng.integers(0, delays, n)
-    out[:, 2] = target
-    out[:, 3] = rng.integers(0, n_offset, n)
+    am = np.ascontiguousarray(action_mask).reshape(-1, action_mask.shape[-1])
+    tm = np.ascontiguousarray(target_mask).reshape(am.shape[0], target_mask.shape[-2], target_mask.shape[-1])
+    out = np.empty((am.shape[0], 4), np.int32)
+    sample_kernel(rng, am, tm, delays, n_offset, out)
     return out.reshape(*lead, 4)
+
+
+@njit(cache=True)
+def uniform_int(rng, n):
+    """Uniform integer in [0, n) (the min guards against rounding of random() * n up to n)."""
+    return min(int(rng.random() * n), n - 1)
+
+
+@njit(cache=True)
+def uniform_choice(rng, mask):
+    """Index of a uniformly drawn True entry of ``mask`` (0 if there is none)."""
+    n = 0
+    for i in range(mask.shape[0]):
+        n += mask[i]
+    if n == 0:
+        return 0
+    j = uniform_int(rng, n)
+    for i in range(mask.shape[0]):
+        if mask[i]:
+            if j == 0:
+                return i
+            j -= 1
+    return 0
+
+
+@njit(cache=True)
+def sample_kernel(rng, am, tm, delays, n_offset, out):
+    for i in range(am.shape[0]):
+        primary = uniform_choice(rng, am[i])
+        out[i, 0] = primary
+        out[i, 1] = uniform_int(rng, delays)
+        out[i, 2] = uniform_choice(rng, tm[i, primary]) if tm.shape[2] else 0
+        out[i, 3] = uniform_int(rng, n_offset)

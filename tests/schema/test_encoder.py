@@ -5,7 +5,7 @@ import pytest
 
 from fivectl.errors import BadInput
 from fivectl.schema import load_schema
-from fivectl.schema.encoder import compile_schema
+from fivectl.schema.encoder import OBSERVER_UNIT_FEATURES, compile_schema
 from fivectl.schema.spec import Field
 from tests.sim.conftest import make_env, noop, place
 
@@ -101,3 +101,33 @@ def test_a_new_field_only_needs_the_registry(schema):
     old = make_env(schema)
     obs_old, *_ = old.step(noop(old))
     assert np.array_equal(obs["creeps.float"][..., :-1], obs_old["creeps.float"])
+
+
+def test_teammates_see_the_same_unit_rows_except_observer_columns(schema):
+    """Unit rows are computed once per team: two teammates observing the same creep agree on every column but
+    the observer-dependent ones, and those follow each hero's own position."""
+    env = make_env(schema, 1, team_size=5, lanes=3)
+    rng = np.random.default_rng(1)
+    for _ in range(120):
+        obs, *_ = env.step(env.sample_random_actions(rng))
+    g = schema.group("creeps")
+    cols = g.float_columns()
+    observer = [cols[n] for n in OBSERVER_UNIT_FEATURES if n in cols]
+    shared = np.ones(g.n_float, bool)
+    for sl in observer:
+        shared[sl] = False
+    first = schema.target_offsets()["creeps"]
+    slots = {}
+    for h in (0, 1):
+        n = int(obs["creeps.mask"][0, h].sum())
+        slots[h] = {int(env.state.slot_unit[0, h, first + k]): k for k in range(n)}
+    common = set(slots[0]) & set(slots[1])
+    assert len(common) >= 3
+    for u in common:
+        row0 = obs["creeps.float"][0, 0, slots[0][u]]
+        row1 = obs["creeps.float"][0, 1, slots[1][u]]
+        assert (row0[shared] == row1[shared]).all()
+        assert (obs["creeps.cat"][0, 0, slots[0][u]] == obs["creeps.cat"][0, 1, slots[1][u]]).all()
+        for h, row in ((0, row0), (1, row1)):
+            dx = (env.state.x[0, u] - env.state.x[0, h]) / 1000.0
+            assert row[cols["dx"]][0] == pytest.approx(dx, abs=1e-5)

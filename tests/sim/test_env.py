@@ -3,7 +3,7 @@ import pytest
 
 from fivectl.config.game import GameConfig
 from fivectl.errors import BadInput
-from fivectl.sim import COMPONENT_INDEX, MobaEnv
+from fivectl.sim import COMPONENT_INDEX, MobaEnv, sample_valid_actions
 from fivectl.sim import data as D
 from fivectl.sim.core import health_f
 from tests.sim.conftest import enemy_creep, make_env, noop, place, slot_of
@@ -300,3 +300,23 @@ def test_time_limit_tiebreak_counts_destroyed_buildings_before_damage(schema):
     s.hp[0, enemy_t1] = 0.1 * s.max_hp[0, enemy_t1]  # ...team 0 only damaged one (0.9 of a building < 1)
     _, info = _play_to_time_limit(env)
     assert info["winner"][0] == 1
+
+
+def test_sampled_random_actions_are_uniform_over_valid_choices():
+    n = 4000
+    am = np.zeros((n, 4), np.bool_)
+    am[:, 1:3] = True
+    am[0] = False  # no valid primary: noop
+    tm = np.zeros((n, 4, 3), np.bool_)
+    tm[:, 1, [0, 2]] = True  # primary 2 has no valid target: slot 0
+    out = sample_valid_actions(np.random.default_rng(0), am, tm, np.zeros((n, 4, 2), np.bool_), 4, 81)
+    assert out.shape == (n, 4) and out.dtype == np.int32
+    assert out[0, 0] == 0
+    primary, delay, target, offset = out[1:].T
+    assert set(primary.tolist()) == {1, 2} and abs((primary == 1).mean() - 0.5) < 0.04
+    assert (
+        set(target[primary == 1].tolist()) == {0, 2} and abs((target[primary == 1] == 0).mean() - 0.5) < 0.05
+    )
+    assert (target[primary == 2] == 0).all()
+    assert np.bincount(delay, minlength=4).min() > 0.2 * n and delay.max() == 3
+    assert offset.min() == 0 and offset.max() == 80 and len(set(offset.tolist())) == 81
