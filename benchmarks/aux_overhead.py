@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,16 +29,8 @@ from fivectl.sim import MobaEnv
 from fivectl.sim.objectives import ObjectiveTracker, hero_networth
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def median_seconds(fn, repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+sys.path.insert(0, str(REPO / "benchmarks"))
+from learner_throughput import timed as median_seconds  # noqa: E402 - median of repeated calls after a warm-up
 
 
 def fragment_batch(net: PolicyNet, steps: int, columns: int, n_objectives: int) -> FragmentBatch:
