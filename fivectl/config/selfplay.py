@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fivectl.config.fields import param
+from fivectl.config.fields import Schedule, param
 
 SCRIPTED_BOTS = ("passive", "easy", "medium")  # fivectl.sim.bots.BOT_LEVELS (config sits below the game)
 
@@ -19,10 +19,11 @@ class SelfPlayConfig:
         0.01, "Quality learning rate: q_i -= eta / (N p_i) when the agent beats opponent i.", gt=0
     )
     max_pool: int = param(0, "Largest pool size (oldest dropped); 0 = unbounded.", ge=0)
-    bot_fraction: float = param(
-        0.0,
-        "Fraction of games against the scripted bots in `bots` (a curriculum outside the paper, which trains on "
-        "self-play only): they teach an early policy to fight back before self-play discovers it.",
+    bot_fraction: Schedule = param(
+        factory=lambda: Schedule.constant(0.0),
+        doc="Fraction of games against the scripted bots in `bots` (a curriculum outside the paper, which trains "
+        "on self-play only): they teach the policy to answer a hero that attacks it, which self-play between "
+        "farming copies rarely shows. A schedule, so bots can join once self-play has taught the basics.",
         ge=0,
         le=1,
     )
@@ -45,6 +46,6 @@ class SelfPlayConfig:
             for b in self.bots
             if b not in known
         ]
-        if self.bot_fraction > 0 and not self.bots:
+        if any(y > 0 for _, y in self.bot_fraction.points) and not self.bots:
             errors.append("selfplay.bots: empty, but bot_fraction > 0 asks for games against bots")
         return errors

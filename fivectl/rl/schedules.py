@@ -28,6 +28,7 @@ class Hyperparameters:
     team_spirit: float
     horizon_s: float
     gamma: float
+    bot_fraction: float = 0.0
 
 
 def schedule_value(schedule: Schedule, progress: Progress) -> float:
@@ -58,4 +59,5 @@ def hyperparameters_at(recipe: Recipe, progress: Progress, warmup_end_version: i
         team_spirit=schedule_value(recipe.reward.team_spirit, progress),
         horizon_s=horizon_s,
         gamma=gamma_from_horizon(horizon_s, step_seconds(recipe)),
+        bot_fraction=schedule_value(recipe.selfplay.bot_fraction, progress),
     )

@@ -56,6 +56,7 @@ class OpponentSet:
         self.learner_side = np.zeros(games, dtype=np.int8)
         self.nets: OrderedDict[int, PolicyNet] = OrderedDict()
         self.missing = 0
+        self.bot_fraction = recipe.selfplay.bot_fraction.start  # the trainer publishes its schedule's value
         self.bot_codes = np.array([bot_code(b.removeprefix("bot:")) for b in recipe.selfplay.bots], np.int32)
         self.bot_memory = {int(c): BotMemory.empty(games, self.team_size) for c in self.bot_codes}
         agents = games * 2 * self.team_size
@@ -76,7 +77,7 @@ class OpponentSet:
         picks = self.draw_past(idx.size, versions, probs) if versions.size else np.zeros(idx.size)
         opponent = np.where(latest, LATEST, picks).astype(np.int32)
         if self.bot_codes.size:
-            bot = self.rng.random(idx.size) < selfplay.bot_fraction
+            bot = self.rng.random(idx.size) < self.bot_fraction
             opponent[bot] = self.rng.choice(self.bot_codes, size=int(bot.sum()))
         self.opponent[idx] = opponent
         self.learner_side[idx] = self.rng.integers(0, 2, size=idx.size).astype(np.int8)

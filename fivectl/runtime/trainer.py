@@ -400,6 +400,7 @@ class Trainer:
             self.counters.version,
             pool=pool,
             team_spirit=hp.team_spirit,
+            bot_fraction=hp.bot_fraction,
             samples=float(self.counters.samples),
         )
 

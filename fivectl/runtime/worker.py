@@ -104,6 +104,7 @@ class RolloutWorker:
         if self.params.version != self.version:
             self.version, scalars = self.params.read_into(self.net)
             self.team_spirit = scalars["team_spirit"]
+            self.opponents.bot_fraction = scalars["bot_fraction"]
             self.pool = self.params.last_pool
 
     @torch.no_grad()

@@ -118,3 +118,48 @@ def test_selfplay_bots_are_validated():
     assert SCRIPTED_BOTS == BOT_LEVELS
     with pytest.raises(ConfigError, match="unknown bot 'bot:hard'"):
         recipe_from_dict({"selfplay": {"bot_fraction": 0.2, "bots": ["bot:hard"]}})
+
+
+def test_bot_fraction_follows_its_schedule_as_published():
+    """The trainer evaluates `selfplay.bot_fraction` at its progress and publishes it with the parameters; the
+    worker's opponent set draws bots with the published value, not the recipe's starting one."""
+    from fivectl.rl.schedules import Progress, hyperparameters_at
+    from fivectl.runtime.opponents import bot_code
+
+    schedule = {"points": [[0, 0.0], [100, 0.0], [200, 1.0]], "unit": "versions"}
+    recipe = recipe_from_dict(
+        {"game": {"team_size": 1}, "selfplay": {"bot_fraction": schedule}, "model": {"lstm_size": 4}}
+    )
+    assert hyperparameters_at(recipe, Progress(versions=50)).bot_fraction == 0.0
+    assert hyperparameters_at(recipe, Progress(versions=150)).bot_fraction == 0.5
+    assert hyperparameters_at(recipe, Progress(versions=300)).bot_fraction == 1.0
+
+    games = 64
+    ops = OpponentSet(recipe, load_schema(1), None, games, np.random.default_rng(0))
+    ops.assign(np.ones(games, bool), (np.array([], np.int64), np.array([])))
+    assert (ops.opponent == LATEST).all()  # the schedule starts at 0
+    ops.bot_fraction = 1.0  # what a worker sets from the published scalars
+    ops.assign(np.ones(games, bool), (np.array([], np.int64), np.array([])))
+    assert (ops.opponent == bot_code("easy")).all()
+
+
+def test_bot_fraction_without_bots_is_rejected_even_when_scheduled():
+    import pytest
+
+    from fivectl.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="bot_fraction > 0"):
+        recipe_from_dict({"selfplay": {"bot_fraction": {"points": [[0, 0.0], [10, 0.3]]}, "bots": []}})
+
+
+def test_published_bot_fraction_reaches_the_worker_side():
+    from fivectl.model.policy import PolicyNet
+    from fivectl.runtime.params import ParameterStore
+
+    recipe = recipe_from_dict({"game": {"team_size": 1}, "model": {"lstm_size": 4}})
+    net = PolicyNet(load_schema(1), recipe.model, 1)
+    params = ParameterStore.for_model(net, shared=False)
+    params.publish(net, 3, team_spirit=0.0, bot_fraction=0.25)
+    version, scalars = params.read_into(PolicyNet(load_schema(1), recipe.model, 1))
+    params.close()
+    assert version == 3 and scalars["bot_fraction"] == 0.25
