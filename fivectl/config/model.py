@@ -10,7 +10,9 @@ from fivectl.config.fields import param
 @dataclass
 class ModelConfig:
     schema_version: int = param(
-        1, "Observation schema version (schemas/obs/vN.toml) the model is built from.", ge=1
+        2,
+        "Observation schema version (schemas/obs/vN.toml) the model is built from (v2: v1 in the team-relative "
+        "frame).", ge=1
     )
     unit_embed: int = param(64, "Width of the per-unit embedding produced by the shared unit MLP.", ge=1)
     unit_hidden: int = param(64, "Hidden width of the shared unit MLP.", ge=1)

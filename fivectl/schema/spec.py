@@ -127,6 +127,9 @@ class ObsSchema:
     groups: tuple[Group, ...]
     action: ActionSpec
     description: str = ""
+    frame: str = "world"
+    """``world``: every team sees world coordinates; ``team``: team 1 sees (and moves in) the map reflected so that
+    it looks like team 0's (``schema/frame.py``)."""
 
     def group(self, name: str) -> Group:
         for g in self.groups:
@@ -250,6 +253,13 @@ def schema_from_dict(d: dict, source: str) -> ObsSchema:
     for t in target_type:
         if t not in TARGET_TYPES:
             errors.append(f"action.target_type: {t!r} is not one of {', '.join(TARGET_TYPES)}")
+    frame = d.get("frame", "world")
+    if frame not in ("world", "team"):
+        errors.append(f"frame: must be one of world, team, got {frame!r}")
+    if frame == "team":
+        for g in groups:
+            if g.kind == "grid" and g.size[0] != g.size[1]:
+                errors.append(f"groups.{g.name}.size: the team frame reflects grids, so they must be square")
     if errors:
         from fivectl.errors import ConfigError
 
@@ -264,6 +274,7 @@ def schema_from_dict(d: dict, source: str) -> ObsSchema:
             offset_grid=int(ad.get("offset_grid", 9)),
         ),
         description=str(d.get("description", "")),
+        frame=frame,
     )
 
 

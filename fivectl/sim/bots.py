@@ -98,6 +98,8 @@ def bot_actions(env, obs: dict, team: np.ndarray, level: str, memory: BotMemory,
         memory.retreating,
         out,
     )
+    if env.frame is not None:  # the bots aim in the world frame; the env expects each team's own frame
+        out[..., 3] = env.frame.offsets_for_team(out[..., 3], team)
     return out
 
 

@@ -6,7 +6,8 @@ obs = env.reset()                          # key -> [G, A, *shape] (schema.array
 obs, rewards, done, info = env.step(actions)   # actions int32 [G, A, 4]: primary, delay, target slot, offset
 ```
 
-Agents are ordered team 0 then team 1 (``agents_per_game = 2 * team_size``). A finished game is reset
+Agents are ordered team 0 then team 1 (``agents_per_game = 2 * team_size``). With a schema whose ``frame`` is
+``team``, team 1's observations and action offsets are in the reflected map (``schema/frame.py``). A finished game is reset
 automatically: ``done[g]`` is True, ``obs`` holds the first observation of the next game, and ``info`` holds the
 figures of the game that just ended (``winner``, ``game_time``, per-team stats). See ``state.py`` for the state
 arrays (``env.state``) that scripted bots read.
@@ -19,7 +20,8 @@ from numba import njit
 
 from fivectl.config.game import GameConfig
 from fivectl.errors import BadInput
-from fivectl.schema.encoder import Encoder
+from fivectl.schema.encoder import KM, Encoder
+from fivectl.schema.frame import TeamFrame
 from fivectl.schema.spec import ObsSchema
 from fivectl.sim import core as C
 from fivectl.sim import data as D
@@ -121,6 +123,8 @@ class MobaEnv:
         self.act_kind = np.array([PRIMARY_ACTIONS[p][0] for p in schema.action.primary], dtype=np.int64)
         self.act_slot = np.array([PRIMARY_ACTIONS[p][1] for p in schema.action.primary], dtype=np.int64)
         self.encoder = Encoder(schema, self.act_kind, self.act_slot)
+        # schema.frame == "team": team 1 observes and aims in the reflected map (schema/frame.py)
+        self.frame = TeamFrame(schema, self.team_size, D.MAP_SIZE * KM) if schema.frame == "team" else None
         self.core_state = alloc_state(self.num_games, self.layout, self.agents_per_game, schema.n_targets)
         self.state = state_views(self.core_state)  # named views for scripted bots (see state.py)
         self.n_components = len(REWARD_COMPONENTS)
@@ -140,6 +144,8 @@ class MobaEnv:
         actions = np.asarray(actions)
         if actions.shape != (G, A, 4):
             raise BadInput(f"actions: expected shape {(G, A, 4)}, got {actions.shape}")
+        if self.frame is not None:
+            actions = self.frame.actions_to_world(actions)
         actions = np.ascontiguousarray(actions, dtype=np.int64)
         rew = np.zeros((G, A, self.n_components), np.float64)
         invalid = np.zeros((G, A), np.int64)
@@ -191,7 +197,8 @@ class MobaEnv:
 
     # ------------------------------------------------------------------ internals
     def _encode(self) -> dict[str, np.ndarray]:
-        return self.encoder.encode(self.core_state, self.layout, self.params)
+        obs = self.encoder.encode(self.core_state, self.layout, self.params)
+        return obs if self.frame is None else self.frame.observe(obs)
 
 
 def sample_valid_actions(rng, action_mask, target_mask, param_mask, delays=4, n_offset=81) -> np.ndarray:

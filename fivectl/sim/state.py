@@ -279,8 +279,9 @@ def build_layout(team_size: int, lanes: int) -> Layout:
     for c, (cx, cy, kind) in enumerate(D.CAMPS):
         for k in range(D.UNITS_PER_CAMP):
             n_camp.append(c)
-            n_x.append(cx + (k - 0.5) * 120)
-            n_y.append(cy)
+            # side by side along (1, -1), a direction the map's reflection keeps: mirrored camps stay mirrored
+            n_x.append(cx + (k - 0.5) * 85.0)
+            n_y.append(cy - (k - 0.5) * 85.0)
             n_stats.append(D.NEUTRAL_LARGE if kind else D.NEUTRAL_SMALL)
     n_camp.append(-1)
     n_x.append(D.BOSS_POS[0])

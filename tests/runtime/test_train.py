@@ -28,7 +28,7 @@ def test_serial_train_writes_checkpoints_metrics_and_rollouts(tiny_recipe, tmp_p
     store = CheckpointStore(run / "checkpoints.zarr")
     assert store.latest() == summary["version"] > 0
     ckpt = store.load()
-    assert ckpt.attrs["schema_version"] == 1 and ckpt.attrs["counters"]["samples"] == summary["samples"]
+    assert ckpt.attrs["schema_version"] == 2 and ckpt.attrs["counters"]["samples"] == summary["samples"]
     table = MetricsLog(run / "metrics").read()
     iterations = table.column("iteration").to_pylist()
     assert iterations == list(range(1, summary["iterations"] + 1))
@@ -36,7 +36,7 @@ def test_serial_train_writes_checkpoints_metrics_and_rollouts(tiny_recipe, tmp_p
         assert column in table.column_names
     assert np.isfinite(table.column("policy_loss").to_numpy()).all()
     fragments = list(read_rollouts(run / "rollouts"))
-    assert fragments and fragments[0].schema_version == 1
+    assert fragments and fragments[0].schema_version == 2
 
 
 def test_resume_continues_without_gaps(tiny_recipe, tmp_path):
@@ -56,8 +56,8 @@ def test_resume_refuses_another_model_or_schema(tiny_recipe, tmp_path):
     wider = train("--run", str(run), "--resume", "--set", "model.lstm_size=32")
     assert wider.exit_code == 2
     assert "lstm_size: 16 -> 32" in wider.stderr and "surgery" in wider.stderr
-    schema = train("--run", str(run), "--resume", "--set", "model.schema_version=2")
-    assert schema.exit_code == 2 and "v2" in schema.stderr
+    schema = train("--run", str(run), "--resume", "--set", "model.schema_version=1")
+    assert schema.exit_code == 2 and "v1" in schema.stderr
 
 
 def test_starting_over_an_existing_run_is_refused(tiny_recipe, tmp_path):
