@@ -13,7 +13,7 @@ def test_create_open_and_lineage(tmp_path):
     recipe = recipe_from_dict({"name": "x", "train": {"workers": 1}})
     run = RunDir.create(tmp_path / "r", recipe, recipe_source="recipes/x.toml")
     meta = json.loads((tmp_path / "r" / "run.json").read_text())
-    assert meta["name"] == "x" and meta["schema_version"] == 1 and meta["lineage"] == []
+    assert meta["name"] == "x" and meta["schema_version"] == 2 and meta["lineage"] == []
     assert run.load_recipe() == recipe
     run.add_lineage({"event": "surgery", "from_version": 3, "to_version": 4})
     again = RunDir.open(tmp_path / "r")
