@@ -102,7 +102,13 @@ def trueskill(
     games: Annotated[
         int | None, typer.Option("--games", "-n", help="Games per version (default: eval.games).")
     ] = None,
-    workers: Annotated[int, typer.Option("--workers", help="Processes playing each match's games.")] = 1,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            help="Processes sharing the games of large batches (reference calibration rounds, long matches).",
+        ),
+    ] = 1,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the league's matches.")] = 0,
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Write a PNG of rating against version.")

@@ -114,6 +114,23 @@ def select_team(obs: dict[str, np.ndarray], team: np.ndarray, team_size: int) ->
     return {key: value[games, rows] for key, value in obs.items()}
 
 
+def act_in(
+    agent: Agent, env: Any, obs: dict[str, np.ndarray], team: np.ndarray, first: np.ndarray, rows: np.ndarray
+) -> np.ndarray:
+    """Actions int32 ``[len(rows), team_size, 4]`` of the agent's heroes in games ``rows`` only.
+
+    ``team`` and ``first`` cover every game of the batch. An agent with an ``act_rows`` method (a policy: its
+    forward pass is the cost) computes just those games; any other agent acts in every game (bots read the whole
+    game state anyway) and only the rows asked for are kept.
+    """
+    if len(rows) == len(team):
+        return agent.act(env, obs, team, first)
+    act_rows = getattr(agent, "act_rows", None)
+    if act_rows is not None:
+        return act_rows(env, obs, team, first, rows)
+    return agent.act(env, obs, team, first)[rows]
+
+
 def sample_masked(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Uniform index of a True entry along the last axis (0 where a row has none): int64 ``mask.shape[:-1]``."""
     keys = rng.random(mask.shape)
@@ -192,6 +209,7 @@ register_agent_kind("bot", "bot:", BotAgent, examples=tuple(f"bot:{level}" for l
 
 __all__ = [
     "Agent",
+    "act_in",
     "AgentKind",
     "BotAgent",
     "RandomAgent",

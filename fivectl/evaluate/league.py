@@ -20,7 +20,10 @@ Games are played by a callback, so the league can be tested without the game::
 
     play_fn(agent_a_spec: str, agent_b_spec: str, games: int, seed: int) -> Sequence[int]
 
-returning one outcome per game from A's side: 1 A won, -1 B won, 0 draw (``MatchResult.outcomes``).
+returning one outcome per game from A's side: 1 A won, -1 B won, 0 draw (``MatchResult.outcomes``). A
+``play_fn`` may also have a ``play_many(matches)`` method taking a list of ``(a, b, games, seed)`` and returning
+one outcome list per match: the league then hands it the matches that do not depend on each other (all the
+matches of a calibration round) at once, so they can share one batch of games.
 """
 
 from __future__ import annotations
@@ -145,6 +148,10 @@ class League:
         self.matches = 0
         self.agents: dict[str, LeagueAgent] = {}
         self.games: list[GameRecord] = []
+        self.seconds = {"calibration": 0.0, "versions": 0.0}
+        """Wall seconds this object spent calibrating references and rating versions (games included)."""
+        self.cpu_seconds = {"calibration": 0.0, "versions": 0.0}
+        """The same in CPU seconds of this process (games played elsewhere are not counted)."""
         self._last_save = time.monotonic()
         self._ensure_references(cfg.references)
 
@@ -202,6 +209,15 @@ class League:
     def _save_if_due(self) -> None:
         if time.monotonic() - self._last_save >= SAVE_INTERVAL_S:
             self.save()
+
+    @contextmanager
+    def _timed(self, stage: str) -> Iterator[None]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            yield
+        finally:
+            self.seconds[stage] += time.perf_counter() - wall
+            self.cpu_seconds[stage] += time.process_time() - cpu
 
     @contextmanager
     def _saved_at_exit(self) -> Iterator[None]:
@@ -318,12 +334,16 @@ class League:
         pending = self.uncalibrated()
         if games_per_pair < 1 or rounds < 1:
             raise BadInput("league: calibration needs games_per_pair >= 1 and rounds >= 1")
-        with self._saved_at_exit():
+        with self._timed("calibration"), self._saved_at_exit():
             for _ in range(rounds if pending else 0):
+                # Ratings move only at the end of a round, so the round's matches are independent: one batch.
+                round_matches = []
                 for name in pending:
                     others = [a for a in self.agents.values() if a.role != ROLE_VERSION and a.name != name]
-                    for opponent in self._within_window(self.agents[name].mu, others):
-                        self._play_match(name, opponent.name, games_per_pair, play_fn, rate=False)
+                    round_matches += [
+                        (name, o.name) for o in self._within_window(self.agents[name].mu, others)
+                    ]
+                self._play_matches(round_matches, games_per_pair, play_fn, rate=False)
                 self._fit_references(pending)
             for name in pending:
                 self.agents[name].fixed = True
@@ -357,7 +377,7 @@ class League:
             raise BadInput(f"league: {agent.name} is pinned, its rating is fixed")
         if self.uncalibrated():
             self.calibrate_references(play_fn)
-        with self._saved_at_exit():
+        with self._timed("versions"), self._saved_at_exit():
             remaining = games
             while remaining > 0:
                 n = min(games_per_match, remaining)
@@ -403,18 +423,38 @@ class League:
         close = [c for c in candidates if abs(c.mu - mu) <= self.cfg.match_window]
         return close or [min(candidates, key=lambda c: abs(c.mu - mu))]
 
-    def _match_seeds(self) -> tuple[np.random.Generator, int]:
-        """Matchmaking RNG and play seed of the next match, from (league seed, match number) only."""
-        words = np.random.SeedSequence([self.seed, self.matches]).generate_state(2)
+    def _match_seeds(self, number: int | None = None) -> tuple[np.random.Generator, int]:
+        """Matchmaking RNG and play seed of match ``number`` (default: the next one), from (league seed, match
+        number) only."""
+        number = self.matches if number is None else number
+        words = np.random.SeedSequence([self.seed, number]).generate_state(2)
         return np.random.default_rng(int(words[0])), int(words[1])
 
     def _play_match(self, a_name: str, b_name: str, games: int, play_fn: PlayFn, rate: bool = True) -> None:
         """Play one match and record its games; with ``rate``, update the ratings that are not fixed game by
         game (TrueSkill's own updates, as for every test agent)."""
-        _, seed = self._match_seeds()
-        outcomes = _check_outcomes(
-            play_fn(self.spec(a_name), self.spec(b_name), games, seed), games, a_name, b_name
-        )
+        self._play_matches([(a_name, b_name)], games, play_fn, rate)
+
+    def _play_matches(
+        self, pairs: list[tuple[str, str]], games: int, play_fn: PlayFn, rate: bool = True
+    ) -> None:
+        """Play independent matches of ``games`` games each (numbered in order, so seeded as if one by one) and
+        record them in that order. Through ``play_fn.play_many`` they share one batch; otherwise each match is
+        recorded as soon as it is played, so an interruption keeps the finished ones."""
+        seeds = [self._match_seeds(self.matches + i)[1] for i in range(len(pairs))]
+        requests = [
+            (self.spec(a), self.spec(b), games, seed) for (a, b), seed in zip(pairs, seeds, strict=True)
+        ]
+        many = getattr(play_fn, "play_many", None)
+        results = list(many(requests)) if many is not None else (play_fn(*r) for r in requests)
+        if many is not None and len(results) != len(requests):
+            raise FivectlError(
+                f"league: play_many returned {len(results)} results for {len(requests)} matches"
+            )
+        for (a_name, b_name), seed, outcomes in zip(pairs, seeds, results, strict=True):
+            self._record(a_name, b_name, _check_outcomes(outcomes, games, a_name, b_name), seed, rate)
+
+    def _record(self, a_name: str, b_name: str, outcomes: list[int], seed: int, rate: bool) -> None:
         a, b = self.agents[a_name], self.agents[b_name]
         stamp = now_iso()
         for i, outcome in enumerate(outcomes):

@@ -1,9 +1,12 @@
-"""Play N games between two agents on the embedded MOBA and summarize them (``fivectl evaluate match``).
+"""Play games between agents on the embedded MOBA and summarize them (``fivectl evaluate match``).
 
-Games run batched: ``batch`` game slots step together; each slot plays one game at a time and takes the next game
-of the match when its game ends (the environment resets it automatically), so short and long games share the
-batch without idling. Game ``i`` puts agent A on team ``i % 2`` (sides alternate); an agent never changes side
-within a game, and each agent is told through ``first`` when a slot starts a new game.
+Games run batched: ``batch`` game slots step together; each slot plays one game at a time and takes the next queued
+game when its game ends (the environment resets it automatically), so short and long games share the batch without
+idling. :func:`play_matches` queues the games of several matches into the same batch: an agent that plays in
+several of them (say one checkpoint against three bots) acts once per step for all of its games, so a policy runs
+one forward pass per step however many matches it plays. Game ``i`` of a match puts its agent A on team ``i % 2``
+(sides alternate); an agent never changes side within a game, and each agent is told through ``first`` when a slot
+starts a new game.
 """
 
 from __future__ import annotations
@@ -11,14 +14,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from fivectl.config import GameConfig
 from fivectl.errors import BadInput, FivectlError
-from fivectl.evaluate.agents import Agent, parse_agent, team_agent_index
+from fivectl.evaluate.agents import Agent, act_in, parse_agent, team_agent_index
 from fivectl.schema import ObsSchema, load_schema
 
 Z95 = 1.959963984540054
@@ -75,10 +78,71 @@ class MatchResult:
         d["a_win_rate_ci95"] = list(self.a_win_rate_ci95)
         return d
 
+    @classmethod
+    def from_dict(cls, d: dict) -> MatchResult:
+        return cls(**{**d, "a_win_rate_ci95": tuple(d["a_win_rate_ci95"])})
+
+
+MEANS = (
+    "mean_game_seconds", "a_kills_mean", "b_kills_mean", "a_towers_mean", "b_towers_mean", "a_last_hits_mean",
+    "b_last_hits_mean", "a_denies_mean", "b_denies_mean", "a_invalid_action_rate", "b_invalid_action_rate",
+)  # fmt: skip
+"""Per-game averages of a MatchResult: a merged result weighs each part's by its number of games."""
+
+
+def merge_results(parts: list[MatchResult]) -> MatchResult:
+    """One result for a match whose games were played in parts (chunks in order: outcomes are concatenated)."""
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+    games = sum(p.games for p in parts)
+    counts = {
+        k: sum(getattr(p, k) for p in parts)
+        for k in ("a_wins", "b_wins", "draws", "team0_wins", "team1_wins")
+    }
+    means = {k: sum(getattr(p, k) * p.games for p in parts) / games for k in MEANS}
+    score = counts["a_wins"] + 0.5 * counts["draws"]
+    return replace(
+        first,
+        games=games,
+        **counts,
+        **means,
+        a_win_rate=score / games,
+        a_win_rate_ci95=wilson_interval(score, games),
+        wall_seconds=max(p.wall_seconds for p in parts),
+        outcomes=[o for p in parts for o in p.outcomes],
+    )
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """One match to play: ``games`` games of A against B. An agent is a spec string or an :class:`Agent`."""
+
+    a: Agent | str
+    b: Agent | str
+    games: int
+
+
+class AgentPool:
+    """Agents built from spec strings, kept across matches so a checkpoint is loaded once, not once per match.
+
+    ``get(spec, copy)``: ``copy`` > 0 gives a separate instance of the same spec (an agent playing itself needs
+    one per side: each keeps its own per-game memory).
+    """
+
+    def __init__(self) -> None:
+        self._agents: dict[tuple[str, int], Agent] = {}
+
+    def get(self, spec: str, copy: int = 0) -> Agent:
+        key = (spec.strip(), copy)
+        if key not in self._agents:
+            self._agents[key] = parse_agent(key[0])
+        return self._agents[key]
+
 
 @dataclass
 class _Tally:
-    """Per-game results, filled as games end (indexed by game number)."""
+    """Per-game results of every match of a batch, filled as games end (indexed by global game number)."""
 
     games: int
     winner_team: np.ndarray = field(init=False)  # int8: 0/1, -1 draw
@@ -91,6 +155,41 @@ class _Tally:
         self.stats = {name: np.zeros((self.games, 2)) for name in TEAM_STATS}
 
 
+@dataclass
+class _Roles:
+    """Who plays what: each distinct agent (a *role*) and, per match, the role of its side A and of its side B.
+
+    A spec that appears in several matches is one role (one agent instance, one action call per step for all of
+    its games); a match of a spec against itself gets a second instance for side B.
+    """
+
+    agents: list[Agent]
+    a_role: np.ndarray  # int [matches]
+    b_role: np.ndarray  # int [matches]
+
+
+def _assign_roles(pairings: list[Pairing], pool: AgentPool) -> _Roles:
+    keys: dict[Any, int] = {}
+    agents: list[Agent] = []
+
+    def role(agent: Agent | str, copy: int) -> int:
+        key = (agent.strip(), copy) if isinstance(agent, str) else (id(agent), copy)
+        if key not in keys:
+            keys[key] = len(agents)
+            agents.append(pool.get(agent, copy) if isinstance(agent, str) else agent)
+        return keys[key]
+
+    a_role = [role(p.a, 0) for p in pairings]
+    b_role = [role(p.b, int(_same_agent(p.a, p.b))) for p in pairings]
+    return _Roles(agents, np.array(a_role, dtype=np.int64), np.array(b_role, dtype=np.int64))
+
+
+def _same_agent(a: Agent | str, b: Agent | str) -> bool:
+    if isinstance(a, str) and isinstance(b, str):
+        return a.strip() == b.strip()
+    return a is b
+
+
 def play_match(
     a: Agent | str,
     b: Agent | str,
@@ -101,79 +200,154 @@ def play_match(
     schema: ObsSchema | None = None,
     progress: Callable[[int, int], None] | None = None,
     make_env: EnvFactory | None = None,
+    pool: AgentPool | None = None,
 ) -> MatchResult:
     """Play ``games`` games of A against B with sides alternated; deterministic for (seed, batch).
 
     ``schema`` is the observation schema the game encodes (default: the one the agents read, else v1).
     ``progress(done, games)`` is called whenever games end. ``make_env(game_cfg, num_games, seed, schema)``
-    builds the batched game (default: the embedded MOBA, ``fivectl.sim.MobaEnv``).
+    builds the batched game (default: the embedded MOBA, ``fivectl.sim.MobaEnv``). ``pool`` keeps the agents
+    that spec strings name across calls (default: built for this match).
     """
-    if games < 1:
-        raise BadInput(f"games must be >= 1, got {games}")
+    return play_matches([Pairing(a, b, games)], game_cfg, seed, batch, schema, progress, make_env, pool)[0]
+
+
+def play_matches(
+    pairings: list[Pairing],
+    game_cfg: GameConfig,
+    seed: int = 0,
+    batch: int = 32,
+    schema: ObsSchema | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    make_env: EnvFactory | None = None,
+    pool: AgentPool | None = None,
+) -> list[MatchResult]:
+    """Play several matches in one batch of ``batch`` game slots; one :class:`MatchResult` per pairing, in order.
+
+    The games of all matches queue in order (match by match) and take slots as games end. Deterministic for
+    (pairings, seed, batch); a match's games depend on the games it shares the batch with, as they share the
+    game's random stream. Arguments as :func:`play_match`; ``progress(done, total)`` counts every match's games.
+    """
+    if not pairings:
+        return []
+    for p in pairings:
+        if p.games < 1:
+            raise BadInput(f"games must be >= 1, got {p.games}")
     if batch < 1:
         raise BadInput(f"batch must be >= 1, got {batch}")
-    agent_a = parse_agent(a) if isinstance(a, str) else a
-    agent_b = parse_agent(b) if isinstance(b, str) else b
-    schema = schema or load_schema(_schema_version(agent_a, agent_b))
-    slots = min(batch, games)
+    roles = _assign_roles(list(pairings), pool or AgentPool())
+    schema = schema or load_schema(_schema_version(roles.agents))
+    sizes = np.array([p.games for p in pairings], dtype=np.int64)
+    slots = int(min(batch, sizes.sum()))
     env = (make_env or _moba_env)(game_cfg, slots, seed, schema)
-    agent_a.reset(slots, seed=seed * 2 + 1)
-    agent_b.reset(slots, seed=seed * 2 + 2)
+    for i, agent in enumerate(roles.agents):
+        agent.reset(slots, seed=seed * 2 + 1 + i)  # A, B of a single match: seed*2+1, seed*2+2
 
     started = time.perf_counter()
+    queue = _GameQueue(sizes)
     tally, invalid, hero_steps = _run_games(
-        env, agent_a, agent_b, games, _step_limit(game_cfg, games, slots), progress
+        env, roles, queue, _step_limit(game_cfg, int(sizes.sum()), slots), progress
     )
-    return _summarize(
-        agent_a.spec, agent_b.spec, tally, invalid, hero_steps, seed, time.perf_counter() - started
-    )
+    wall = time.perf_counter() - started
+    results = []
+    for m, p in enumerate(pairings):
+        ids = slice(queue.offsets[m], queue.offsets[m] + p.games)
+        a, b = roles.agents[roles.a_role[m]], roles.agents[roles.b_role[m]]
+        results.append(_summarize(a.spec, b.spec, tally, ids, invalid[m], hero_steps[m], seed, wall))
+    return results
+
+
+class _GameQueue:
+    """Games numbered globally, match by match: game ``offsets[m] + i`` is game ``i`` of match ``m``."""
+
+    def __init__(self, sizes: np.ndarray):
+        self.total = int(sizes.sum())
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        self.match_of = np.repeat(np.arange(len(sizes)), sizes)  # [total]
+        self.index_in_match = np.arange(self.total) - self.offsets[self.match_of]
 
 
 def _run_games(
     env,
-    agent_a: Agent,
-    agent_b: Agent,
-    games: int,
+    roles: _Roles,
+    queue: _GameQueue,
     step_limit: int,
     progress: Callable[[int, int], None] | None,
 ) -> tuple[_Tally, np.ndarray, np.ndarray]:
     slots, k = env.num_games, env.team_size
-    tally = _Tally(games)
-    slot_game = np.arange(slots, dtype=np.int64)  # game number playing in each slot; -1 idle
-    invalid = np.zeros(2)  # invalid actions by A, by B
-    hero_steps = np.zeros(2)
+    matches = len(roles.a_role)
+    tally = _Tally(queue.total)
+    slot_game = np.arange(slots, dtype=np.int64)  # global game number playing in each slot; -1 idle
+    invalid = np.zeros((matches, 2))  # invalid actions by A, by B, per match
+    hero_steps = np.zeros(matches)
     next_game, finished = slots, 0
     first = np.ones(slots, dtype=bool)
     obs = env.reset()
+    rows_of_slots = np.arange(slots)
+    missed_first = np.zeros((len(roles.agents), slots), dtype=bool)
 
     for _ in range(step_limit):
-        team_a = (slot_game % 2).astype(np.int64)  # idle slots (-1) map to team 1; their actions are ignored
-        team_b = 1 - team_a
-        actions = np.zeros((slots, 2 * k, 4), dtype=np.int32)
-        rows = np.arange(slots)[:, None]
-        actions[rows, team_agent_index(team_a, k)] = agent_a.act(env, obs, team_a, first)
-        actions[rows, team_agent_index(team_b, k)] = agent_b.act(env, obs, team_b, first)
+        active = slot_game >= 0
+        match = np.where(active, queue.match_of[slot_game], -1)
+        team_a = np.where(active, queue.index_in_match[slot_game] % 2, 0).astype(np.int64)
+        actions = _actions(env, obs, roles, match, team_a, first, missed_first)
         obs, _, done, info = env.step(actions)
 
-        active = slot_game >= 0
+        on = rows_of_slots[active]
         bad = np.asarray(info["invalid_actions"]).reshape(slots, 2, k).sum(axis=2)  # [slots, team]
-        invalid += [bad[active, team_a[active]].sum(), bad[active, team_b[active]].sum()]
-        hero_steps += k * active.sum()
+        np.add.at(invalid, (match[on], 0), bad[on, team_a[on]])
+        np.add.at(invalid, (match[on], 1), bad[on, 1 - team_a[on]])
+        hero_steps += k * np.bincount(match[on], minlength=matches)
 
         ended = np.flatnonzero(done & active)
         if len(ended):
             _record(tally, slot_game[ended], ended, info)
             finished += len(ended)
-            taken = ended[: max(0, games - next_game)]
+            taken = ended[: max(0, queue.total - next_game)]
             slot_game[ended] = -1
             slot_game[taken] = np.arange(next_game, next_game + len(taken))
             next_game += len(taken)
             if progress is not None:
-                progress(finished, games)
-            if finished == games:
+                progress(finished, queue.total)
+            if finished == queue.total:
                 return tally, invalid, hero_steps
         first = np.asarray(done, dtype=bool).copy()
-    raise FivectlError(f"match did not finish: {finished}/{games} games ended within {step_limit} steps")
+    raise FivectlError(
+        f"match did not finish: {finished}/{queue.total} games ended within {step_limit} steps"
+    )
+
+
+def _actions(
+    env,
+    obs: dict[str, np.ndarray],
+    roles: _Roles,
+    match: np.ndarray,
+    team_a: np.ndarray,
+    first: np.ndarray,
+    missed_first: np.ndarray,
+) -> np.ndarray:
+    """Every slot's actions [slots, 2k, 4]: each agent is called once, for all the slots where it plays a side.
+
+    ``match`` is each slot's match (-1 idle), ``team_a`` the team of that match's A. An agent with no game running
+    is not called; the slots that started a new game meanwhile are kept in ``missed_first`` [roles, slots] and
+    told at its next call, so ``first`` always means "a new game started here since your last call".
+    """
+    slots, k = env.num_games, env.team_size
+    actions = np.zeros((slots, 2 * k, 4), dtype=np.int32)
+    active = match >= 0
+    match = np.maximum(match, 0)
+    for r, agent in enumerate(roles.agents):
+        as_a = active & (roles.a_role[match] == r)
+        as_b = active & (roles.b_role[match] == r)
+        rows = np.flatnonzero(as_a | as_b)
+        if len(rows) == 0:
+            missed_first[r] |= first
+            continue
+        team = np.where(as_b, 1 - team_a, team_a)  # 0 where it does not play
+        told = first | missed_first[r]
+        missed_first[r] = False
+        actions[rows[:, None], team_agent_index(team[rows], k)] = act_in(agent, env, obs, team, told, rows)
+    return actions
 
 
 def _record(tally: _Tally, game_ids: np.ndarray, slots: np.ndarray, info: dict) -> None:
@@ -185,12 +359,14 @@ def _record(tally: _Tally, game_ids: np.ndarray, slots: np.ndarray, info: dict) 
 
 
 def _summarize(
-    a: str, b: str, tally: _Tally, invalid: np.ndarray, hero_steps: np.ndarray, seed: int, wall: float
+    a: str, b: str, tally: _Tally, ids: slice, invalid: np.ndarray, hero_steps: float, seed: int, wall: float
 ) -> MatchResult:
-    games = tally.games
+    """The result of the match whose games are ``ids`` in the tally (``invalid``: by A, by B)."""
+    winner_team = tally.winner_team[ids]
+    games = len(winner_team)
     team_a = np.arange(games) % 2
-    a_won = tally.winner_team == team_a
-    b_won = tally.winner_team == 1 - team_a
+    a_won = winner_team == team_a
+    b_won = winner_team == 1 - team_a
     outcomes = np.where(a_won, 1, np.where(b_won, -1, 0))
     a_wins, b_wins = int(a_won.sum()), int(b_won.sum())
     draws = games - a_wins - b_wins
@@ -198,7 +374,7 @@ def _summarize(
     games_ix = np.arange(games)
 
     def side_means(name: str) -> tuple[float, float]:
-        by_team = tally.stats[name]
+        by_team = tally.stats[name][ids]
         return float(by_team[games_ix, team_a].mean()), float(by_team[games_ix, 1 - team_a].mean())
 
     kills, towers, last_hits, denies = (side_means(name) for name in TEAM_STATS)
@@ -211,7 +387,7 @@ def _summarize(
         draws=draws,
         a_win_rate=score / games,
         a_win_rate_ci95=wilson_interval(score, games),
-        mean_game_seconds=float(tally.seconds.mean()),
+        mean_game_seconds=float(tally.seconds[ids].mean()),
         a_kills_mean=kills[0],
         b_kills_mean=kills[1],
         a_towers_mean=towers[0],
@@ -220,10 +396,10 @@ def _summarize(
         b_last_hits_mean=last_hits[1],
         a_denies_mean=denies[0],
         b_denies_mean=denies[1],
-        team0_wins=int((tally.winner_team == 0).sum()),
-        team1_wins=int((tally.winner_team == 1).sum()),
-        a_invalid_action_rate=float(invalid[0] / max(hero_steps[0], 1)),
-        b_invalid_action_rate=float(invalid[1] / max(hero_steps[1], 1)),
+        team0_wins=int((winner_team == 0).sum()),
+        team1_wins=int((winner_team == 1).sum()),
+        a_invalid_action_rate=float(invalid[0] / max(hero_steps, 1)),
+        b_invalid_action_rate=float(invalid[1] / max(hero_steps, 1)),
         seed=seed,
         wall_seconds=wall,
         outcomes=outcomes.tolist(),
@@ -236,12 +412,13 @@ def _moba_env(game_cfg: GameConfig, num_games: int, seed: int, schema: ObsSchema
     return MobaEnv(game_cfg, num_games=num_games, seed=seed, schema=schema)
 
 
-def _schema_version(a: Agent, b: Agent) -> int:
-    wanted = {v for v in (a.schema_version, b.schema_version) if v is not None}
+def _schema_version(agents: list[Agent]) -> int:
+    wanted = {a.schema_version for a in agents if a.schema_version is not None}
     if len(wanted) > 1:
-        raise BadInput(
-            f"{a.spec} reads observation schema v{a.schema_version}, {b.spec} reads v{b.schema_version}"
+        reads = ", ".join(
+            f"{a.spec} reads v{a.schema_version}" for a in agents if a.schema_version is not None
         )
+        raise BadInput(f"the agents read different observation schemas: {reads}")
     return wanted.pop() if wanted else 1
 
 
@@ -251,4 +428,12 @@ def _step_limit(game_cfg: GameConfig, games: int, slots: int) -> int:
     return 2 * per_game * (math.ceil(games / slots) + 1)
 
 
-__all__ = ["MatchResult", "play_match", "wilson_interval"]
+__all__ = [
+    "AgentPool",
+    "MatchResult",
+    "Pairing",
+    "merge_results",
+    "play_match",
+    "play_matches",
+    "wilson_interval",
+]

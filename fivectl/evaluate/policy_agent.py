@@ -73,18 +73,27 @@ class PolicyAgent:
         if seed is not None:
             torch.manual_seed(seed)
 
-    @torch.no_grad()
     def act(self, env: Any, obs: dict[str, np.ndarray], team: np.ndarray, first: np.ndarray) -> np.ndarray:
+        return self.act_rows(env, obs, team, first, np.arange(len(team)))
+
+    @torch.inference_mode()
+    def act_rows(
+        self, env: Any, obs: dict[str, np.ndarray], team: np.ndarray, first: np.ndarray, rows: np.ndarray
+    ) -> np.ndarray:
+        """Actions of games ``rows`` only (one forward pass over just them); the LSTM state of the other games
+        is kept for when they play again."""
         k = self.team_size
-        mine = select_team(obs, team, k)  # [G, k, ...]
-        games = len(team)
+        mine = select_team({key: v[rows] for key, v in obs.items()}, team[rows], k)  # [R, k, ...]
+        games = len(rows)
         flat = {
             key: torch.from_numpy(np.ascontiguousarray(v.reshape(games * k, *v.shape[2:])))
             for key, v in mine.items()
         }
-        first_rows = torch.from_numpy(np.repeat(np.asarray(first, dtype=bool), k))
-        out = self.net.act(flat, self.state, first_rows, deterministic=self.deterministic)
-        self.state = out.state
+        first_rows = torch.from_numpy(np.repeat(np.asarray(first, dtype=bool)[rows], k))
+        heroes = torch.from_numpy((np.asarray(rows)[:, None] * k + np.arange(k)).ravel())
+        h, c = self.state
+        out = self.net.act(flat, (h[:, heroes], c[:, heroes]), first_rows, deterministic=self.deterministic)
+        h[:, heroes], c[:, heroes] = out.state
         return out.actions.numpy().astype(np.int32).reshape(games, k, 4)
 
 

@@ -1,23 +1,28 @@
 """Rate a run's checkpoints with TrueSkill against fixed references (``fivectl evaluate trueskill``, paper J).
 
-Games are played by :func:`fivectl.evaluate.match.play_match` with the run's own game section; with
-``workers > 1`` each match's games are split across processes. The league (ratings and every game) lives in the
-run's ``league/`` folder, so evaluation accumulates over calls and over training.
+Games are played by :class:`MatchPlayer` with the run's own game section: agents are loaded once and kept, a
+calibration round's matches share one batch of games, and with ``workers > 1`` large batches are spread over
+processes. The league (ratings and every game) lives in the run's ``league/`` folder, so evaluation accumulates
+over calls and over training.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import math
 import multiprocessing as mp
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from fivectl.config import GameConfig, Recipe
+from fivectl.config.loader import to_dict
 from fivectl.errors import BadInput, SchemaMismatch
 from fivectl.evaluate import policy_agent  # noqa: F401 - registers RUN_DIR@VERSION agent specs
 from fivectl.evaluate.league import League, version_name
-from fivectl.evaluate.match import play_match
+from fivectl.evaluate.match import AgentPool, MatchResult, Pairing, merge_results, play_matches
 from fivectl.store.checkpoint import CheckpointStore
 from fivectl.store.rundir import RunDir
 
@@ -46,35 +51,115 @@ def parse_versions(text: str, available: list[int]) -> list[int]:
     return chosen
 
 
-def _play_chunk(a: str, b: str, game: dict, games: int, seed: int) -> list[int]:
+MIN_GAMES_PER_PROCESS = 32
+"""A batch is split over processes only if each gets at least this many games. Below that a step costs mostly
+the fixed overhead of each agent's action call (a policy forward pass is ~2.5 ms at 1 game and ~4.5 ms at 40), so
+a split saves little and pays for a second copy of every agent."""
+
+Match = tuple[str, str, int, int]
+"""(agent A spec, agent B spec, games, seed): one match, as the league's ``play_fn`` receives it."""
+
+_WORKER_POOL: AgentPool | None = None
+"""Agents of this worker process, kept across jobs (a checkpoint is loaded once per process)."""
+
+
+def _init_worker() -> None:
+    import torch
+
+    torch.set_num_threads(1)  # one process per core: more threads would only contend
+
+
+def play_job(game: dict, matches: list[Match], batch: int) -> list[dict]:
+    """Play ``matches`` in one batch in this process (a worker's job; plain data in and out);
+    one ``MatchResult.to_dict()`` per match."""
     from fivectl.config.loader import build
 
+    global _WORKER_POOL
+    _WORKER_POOL = _WORKER_POOL or AgentPool()
     errors: list[str] = []
-    return play_match(a, b, build(GameConfig, game, errors), games, seed).outcomes
+    results = _play_group(build(GameConfig, game, errors), matches, batch, _WORKER_POOL)
+    return [r.to_dict() for r in results]
+
+
+def _play_group(game: GameConfig, matches: list[Match], batch: int, pool: AgentPool) -> list[MatchResult]:
+    pairings = [Pairing(a, b, games) for a, b, games, _ in matches]
+    return play_matches(pairings, game, seed=group_seed([m[3] for m in matches]), batch=batch, pool=pool)
+
+
+def group_seed(seeds: list[int]) -> int:
+    """The game seed of a batch of matches: the match's own seed when it plays alone, else one drawn from all."""
+    if len(seeds) == 1:
+        return int(seeds[0])
+    return int(np.random.SeedSequence([int(s) for s in seeds]).generate_state(1)[0])
+
+
+Piece = tuple[int, int, Match]
+"""(index of the match, index of the chunk within it, the games to play): a part of a match given to a process."""
+
+
+def split_matches(matches: list[Match], parts: int) -> list[list[Piece]]:
+    """Spread matches over ``parts`` processes, balanced by games, keeping whole matches together where possible
+    (each process then runs fewer distinct agents). A match larger than a fair share is cut into chunks (seeded
+    ``seed * 1000 + chunk``) first."""
+    share = math.ceil(sum(m[2] for m in matches) / parts)
+    pieces: list[Piece] = []
+    for i, (a, b, games, seed) in enumerate(matches):
+        chunks = math.ceil(games / share)
+        sizes = [games // chunks + (c < games % chunks) for c in range(chunks)]
+        pieces += [(i, c, (a, b, n, seed if chunks == 1 else seed * 1000 + c)) for c, n in enumerate(sizes)]
+    groups: list[list[Piece]] = [[] for _ in range(parts)]
+    load = [0] * parts
+    for piece in sorted(pieces, key=lambda p: -p[2][2]):  # largest first onto the least loaded process
+        j = load.index(min(load))
+        groups[j].append(piece)
+        load[j] += piece[2][2]
+    return [sorted(g) for g in groups if g]  # match order within a process: deterministic
 
 
 @dataclass
 class MatchPlayer:
-    """``play_fn`` for the league: the run's game, games split over ``workers`` processes."""
+    """``play_fn`` for the league: the run's game; agents kept across matches.
+
+    A match plays in this process as one batch. :meth:`play_many` plays independent matches together: in one
+    batch here, or, with ``workers > 1`` and enough games, spread over worker processes.
+    """
 
     game: GameConfig
     workers: int = 1
+    batch: int = 256
     _pool: cf.ProcessPoolExecutor | None = None
+    _agents: AgentPool = field(default_factory=AgentPool)
 
     def __call__(self, a: str, b: str, games: int, seed: int) -> list[int]:
-        if self.workers <= 1 or games < 2 * self.workers:
-            return play_match(a, b, self.game, games, seed).outcomes
-        if self._pool is None:
-            self._pool = cf.ProcessPoolExecutor(self.workers, mp_context=mp.get_context("spawn"))
-        from fivectl.config.loader import to_dict
+        return self.play_many([(a, b, games, seed)])[0]
 
-        sizes = [games // self.workers + (i < games % self.workers) for i in range(self.workers)]
+    def play_many(self, matches: list[Match]) -> list[list[int]]:
+        """Outcomes of each match, from its A's side (see :meth:`results`)."""
+        return [r.outcomes for r in self.results(matches)]
+
+    def results(self, matches: list[Match]) -> list[MatchResult]:
+        """Play independent matches (no one waits for another's result) and return one merged result each."""
+        matches = [(a, b, int(games), int(seed)) for a, b, games, seed in matches]
+        parts = min(self.workers, sum(m[2] for m in matches) // MIN_GAMES_PER_PROCESS)
+        if parts <= 1:
+            return _play_group(self.game, matches, self.batch, self._agents)
+        groups = split_matches(matches, parts)
         jobs = [
-            self._pool.submit(_play_chunk, a, b, to_dict(self.game), n, seed * 1000 + i)
-            for i, n in enumerate(sizes)
-            if n
+            self._executor().submit(play_job, to_dict(self.game), [m for *_, m in g], self.batch)
+            for g in groups
         ]
-        return [o for job in jobs for o in job.result()]
+        chunks: list[dict[int, MatchResult]] = [{} for _ in matches]
+        for group, job in zip(groups, jobs, strict=True):
+            for (i, c, _), result in zip(group, job.result(), strict=True):
+                chunks[i][c] = MatchResult.from_dict(result)
+        return [merge_results([by_chunk[c] for c in sorted(by_chunk)]) for by_chunk in chunks]
+
+    def _executor(self) -> cf.ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = cf.ProcessPoolExecutor(
+                self.workers, mp_context=mp.get_context("spawn"), initializer=_init_worker
+            )
+        return self._pool
 
     def close(self) -> None:
         if self._pool is not None:
@@ -96,6 +181,9 @@ def check_checkpoint_schemas(store: CheckpointStore, versions: list[int], recipe
 def evaluate_run(
     run_dir: Path, versions: str = "latest", games: int | None = None, workers: int = 1, seed: int = 0
 ) -> tuple[League, list[int]]:
+    """Rate ``versions`` of a run in its league (references are calibrated first if needed); returns the league
+    and the versions rated. A version's matches depend on each other's results, so ``workers`` only helps the
+    calibration rounds and matches of at least ``2 * MIN_GAMES_PER_PROCESS`` games."""
     run = RunDir.open(run_dir)
     recipe = run.load_recipe()
     store = CheckpointStore(run.checkpoints_path)
@@ -125,3 +213,16 @@ def pin_version(run_dir: Path, version: int) -> League:
     with League.session(run.league_path, recipe.eval, run_spec=str(run.path)) as league:
         league.pin(version_name(version))
         return league
+
+
+def evaluate_run_job(run_dir: str, versions: str, games: int | None, seed: int = 0) -> dict:
+    """:func:`evaluate_run` as a worker process's job (plain data out): ``league.summary()`` plus ``rated``,
+    ``seconds`` and ``cpu_seconds`` (spent calibrating references and rating versions)."""
+    _init_worker()
+    league, rated = evaluate_run(Path(run_dir), versions=versions, games=games, seed=seed)
+    return {
+        **league.summary(),
+        "rated": rated,
+        "seconds": dict(league.seconds),
+        "cpu_seconds": dict(league.cpu_seconds),
+    }

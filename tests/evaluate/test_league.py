@@ -367,3 +367,38 @@ def test_interrupted_calibration_keeps_its_games_and_finishes_later(tmp_path):
     assert len(reopened.games) == 10 and reopened.uncalibrated() == ["bot:easy"]
     reopened.calibrate_references(synthetic_play, games_per_pair=10)
     assert reopened.agents["bot:easy"].fixed and len(reopened.games) > 10
+
+
+class BatchedPlay:
+    """A play_fn with ``play_many``: records how the league hands it matches."""
+
+    def __init__(self):
+        self.batches: list[int] = []
+        self.single = 0
+
+    def __call__(self, a, b, games, seed):
+        self.single += 1
+        return synthetic_play(a, b, games, seed)
+
+    def play_many(self, matches):
+        self.batches.append(len(matches))
+        return [synthetic_play(*m) for m in matches]
+
+
+def test_a_calibration_round_is_one_batch_with_the_same_results(tmp_path):
+    one_by_one = League.open(tmp_path / "a", cfg(), run_spec=RUN, seed=4)
+    one_by_one.calibrate_references(synthetic_play, games_per_pair=6, rounds=3)
+    batched = League.open(tmp_path / "b", cfg(), run_spec=RUN, seed=4)
+    play = BatchedPlay()
+    batched.calibrate_references(play, games_per_pair=6, rounds=3)
+    assert len(play.batches) == 3 and play.single == 0
+    assert play.batches[0] == 9  # first round: every bot starts at 0, so each plays the three others
+    assert comparable(batched) == comparable(one_by_one)  # same matches, same seeds, same order
+    batched.evaluate_version(1, play, games=4)
+    assert play.batches[3:] == [1, 1]  # a version's matches wait on each other's ratings: one at a time
+
+
+def test_league_times_its_stages(tmp_path):
+    league = open_league(tmp_path)
+    league.evaluate_version(0, synthetic_play, games=4)
+    assert league.seconds["calibration"] > 0 and league.seconds["versions"] > 0

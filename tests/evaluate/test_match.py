@@ -3,6 +3,8 @@ switch sides within a game, statistics and the Wilson interval are right."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -10,6 +12,7 @@ from fivectl.config import GameConfig
 from fivectl.errors import BadInput
 from fivectl.evaluate import play_match, wilson_interval
 from fivectl.evaluate.agents import RandomAgent
+from fivectl.evaluate.match import AgentPool, MatchResult, Pairing, merge_results, play_matches
 
 ATTACK = 2
 
@@ -130,3 +133,115 @@ def test_wilson_interval_known_values():
     lo, hi = wilson_interval(100, 100)
     assert hi == 1.0 and lo == pytest.approx(0.9630, abs=1e-4)
     assert wilson_interval(0, 0) == (0.0, 1.0)
+
+
+class CountingEnv:
+    """Wraps the fake game to count steps."""
+
+    steps = 0
+
+    def __init__(self, fake_env):
+        self.fake_env = fake_env
+
+    def __call__(self, *args):
+        env = self.fake_env(*args)
+        step = env.step
+
+        def counted(actions):
+            CountingEnv.steps += 1
+            return step(actions)
+
+        env.step = counted
+        return env
+
+
+def test_play_matches_attributes_every_match_and_calls_each_agent_once_per_step(fake_env, fake_schema):
+    attacker, idler, other = FixedAgent(ATTACK, "attacker"), FixedAgent(0, "idler"), FixedAgent(0, "other")
+    calls = {"attacker": 0}
+    act = attacker.act
+
+    def counted_act(*args):
+        calls["attacker"] += 1
+        return act(*args)
+
+    attacker.act = counted_act
+    pairings = [Pairing(attacker, idler, 5), Pairing(idler, attacker, 4), Pairing(idler, other, 3)]
+    CountingEnv.steps = 0
+    results = play_matches(
+        pairings, GameConfig(), seed=2, batch=4, schema=fake_schema, make_env=CountingEnv(fake_env)
+    )
+    assert [(r.a, r.b, r.games) for r in results] == [("attacker", "idler", 5), ("idler", "attacker", 4),
+                                                       ("idler", "other", 3)]  # fmt: skip
+    assert (
+        results[0].outcomes == [1] * 5 and results[1].outcomes == [-1] * 4 and results[2].outcomes == [0] * 3
+    )
+    assert (results[0].team0_wins, results[1].team0_wins) == (3, 2)  # A on team i % 2 within each match
+    assert calls["attacker"] <= CountingEnv.steps  # one call per step for both of its matches, not one each
+    assert attacker.games_started >= 9
+
+
+class RowAgent(FixedAgent):
+    """Acts only in the games it is asked about (``act_rows``), like a policy."""
+
+    def __init__(self, primary, spec):
+        super().__init__(primary, spec)
+        self.row_counts: list[int] = []
+
+    def act_rows(self, env, obs, team, first, rows):
+        self.row_counts.append(len(rows))
+        return self.act(env, obs, team, first)[rows]
+
+
+def test_an_agent_with_act_rows_is_asked_only_about_its_games(fake_env, fake_schema):
+    player = RowAgent(ATTACK, "player")
+    pairings = [Pairing(player, FixedAgent(0, "x"), 3), Pairing(FixedAgent(0, "y"), FixedAgent(0, "z"), 3)]
+    results = play_matches(pairings, GameConfig(), batch=6, schema=fake_schema, make_env=fake_env)
+    assert results[0].outcomes == [1, 1, 1] and results[1].outcomes == [0, 0, 0]
+    assert player.row_counts and max(player.row_counts) == 3
+
+
+def test_an_agent_spec_playing_itself_gets_one_instance_per_side(fake_env, fake_schema):
+    pool = AgentPool()
+    r = play_match(
+        "random", "random", GameConfig(), games=4, schema=fake_schema, make_env=fake_env, pool=pool
+    )
+    assert r.games == 4
+    assert pool.get("random") is not pool.get("random", copy=1)
+    kept = pool.get("random")
+    play_match(" random", "random", GameConfig(), games=2, schema=fake_schema, make_env=fake_env, pool=pool)
+    assert pool.get("random") is kept  # the pool keeps its agents across matches
+
+
+def test_play_matches_is_deterministic_and_checks_its_input(fake_env, fake_schema):
+    pairings = [Pairing("random", "random", 5), Pairing("random", "random", 3)]
+
+    def run(seed):
+        kw = dict(seed=seed, batch=3, schema=fake_schema, make_env=fake_env)
+        return [r.outcomes for r in play_matches(pairings, GameConfig(), **kw)]
+
+    assert run(1) == run(1)
+    assert play_matches([], GameConfig()) == []
+    with pytest.raises(BadInput, match="games"):
+        play_matches([Pairing("random", "random", 0)], GameConfig(), schema=fake_schema, make_env=fake_env)
+
+
+def test_merged_parts_add_up():
+    def part(outcomes, kills):
+        r = play_result(outcomes)
+        return replace(r, a_kills_mean=kills)
+
+    merged = merge_results([part([1, 1, -1], 3.0), part([0], 7.0)])
+    assert merged.outcomes == [1, 1, -1, 0]
+    assert (merged.games, merged.a_wins, merged.b_wins, merged.draws) == (4, 2, 1, 1)
+    assert merged.a_win_rate == 2.5 / 4 and merged.a_win_rate_ci95 == wilson_interval(2.5, 4)
+    assert merged.a_kills_mean == (3 * 3.0 + 7.0) / 4
+    assert MatchResult.from_dict(merged.to_dict()) == merged
+
+
+def play_result(outcomes: list[int]) -> MatchResult:
+    a_wins, b_wins = outcomes.count(1), outcomes.count(-1)
+    draws = len(outcomes) - a_wins - b_wins
+    return MatchResult(
+        "a", "b", len(outcomes), a_wins, b_wins, draws, (a_wins + draws / 2) / len(outcomes), (0.0, 1.0),
+        300.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0.0, 0.0, 0, 1.0, list(outcomes),
+    )  # fmt: skip
