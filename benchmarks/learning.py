@@ -33,6 +33,65 @@ def curve_versions(versions: list[int], points: int) -> list[int]:
     return sorted({versions[round(i * step)] for i in range(points)})
 
 
+FINAL_OPPONENTS = ("random", "bot:easy", "bot:medium")
+
+
+def versus(result: dict) -> dict:
+    """The figures reported for one match (a ``MatchResult.to_dict()``), draws counting half."""
+    return {
+        "win_rate": result["a_win_rate"],
+        "ci95": list(result["a_win_rate_ci95"]),
+        "games": result["games"],
+        "wins": result["a_wins"],
+        "draws": result["draws"],
+    }
+
+
+def evaluate(run_dir: Path, latest: int, chosen: list[int], args) -> tuple[list, list, dict, dict]:
+    """Final games, curve games and the TrueSkill league; returns (final versus, curve versus, league summary,
+    {"wall": seconds per stage, "cpu": CPU seconds per stage}).
+
+    The league's matches wait on each other (each opponent is drawn from the rating the previous match left), so
+    it runs on one core; with ``--eval-workers`` >= 2 it runs in its own process while this one plays the final
+    and curve games, which do not depend on it (each stage as one batch: a policy runs one forward pass per step
+    for all of its games).
+    """
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    from fivectl.evaluate.run_eval import MatchPlayer, evaluate_run_job
+    from fivectl.store.rundir import RunDir
+
+    spec = f"{run_dir}@{latest}"
+    final_matches = [(spec, opponent, args.games, 12345) for opponent in FINAL_OPPONENTS]
+    curve_matches = [(f"{run_dir}@{v}", "bot:easy", args.curve_games, 777) for v in chosen]
+    league_args = (str(run_dir), ",".join(map(str, chosen)), args.curve_games)
+    stages: dict[str, float] = {}
+    cpu_stages: dict[str, float] = {}
+    game = RunDir.open(run_dir).load_recipe().game
+    player = MatchPlayer(game, workers=max(1, args.eval_workers - 1), batch=args.batch)
+
+    def timed(name: str, matches: list) -> list[dict]:
+        started, cpu = time.perf_counter(), time.process_time()
+        results = [versus(r.to_dict()) for r in player.results(matches)]
+        stages[name] = time.perf_counter() - started
+        cpu_stages[name] = time.process_time() - cpu  # this process only (all of it with --eval-workers <= 2)
+        return results
+
+    with cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as background:
+        league_job = background.submit(evaluate_run_job, *league_args) if args.eval_workers > 1 else None
+        final = timed("final_games", final_matches)
+        curve = timed("curve_games", curve_matches)
+        waited = time.perf_counter()
+        league = league_job.result() if league_job else evaluate_run_job(*league_args)
+        stages["waiting_for_league"] = time.perf_counter() - waited if league_job else 0.0
+    player.close()
+    for part in ("calibration", "versions"):
+        stages[f"league_{part}"] = league["seconds"][part]
+        cpu_stages[f"league_{part}"] = league["cpu_seconds"][part]
+    return final, curve, league, {"wall": stages, "cpu": cpu_stages}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -43,10 +102,17 @@ def main() -> None:
     parser.add_argument("--curve-points", type=int, default=8)
     parser.add_argument("--curve-games", type=int, default=40)
     parser.add_argument(
-        "--eval-workers", type=int, default=2, help="processes that play the evaluation games"
+        "--eval-workers",
+        type=int,
+        default=2,
+        help="processes that play the evaluation games (2: the league in one, the other games in the other)",
     )
+    parser.add_argument("--batch", type=int, default=256, help="game slots stepped together")
     parser.add_argument("--run", type=Path, default=None, help="keep the run here (default: a temp dir)")
     parser.add_argument("--plot", type=Path, default=None, help="write the learning curve PNG here")
+    parser.add_argument(
+        "--eval-only", action="store_true", help="do not train: evaluate the run given by --run as it is"
+    )
     parser.add_argument("--set", action="append", default=[], dest="overrides")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -55,85 +121,63 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    from fivectl.evaluate import policy_agent  # noqa: F401 - registers RUN@VERSION specs
-    from fivectl.evaluate.match import wilson_interval
-    from fivectl.evaluate.run_eval import MatchPlayer, evaluate_run
     from fivectl.store.checkpoint import CheckpointStore
     from fivectl.store.metrics import MetricsLog
     from fivectl.store.rundir import RunDir
 
     tmp = tempfile.TemporaryDirectory()
     run_dir = args.run or Path(tmp.name) / "run"
+    if args.eval_only and args.run is None:
+        parser.error("--eval-only needs --run")
     extra = [x for o in args.overrides for x in ("--set", o)]
     started = time.perf_counter()
-    summary = train(args.recipe, run_dir, args.minutes, extra)
+    summary = None if args.eval_only else train(args.recipe, run_dir, args.minutes, extra)
     train_seconds = time.perf_counter() - started
 
     run = RunDir.open(run_dir)
-    game = run.load_recipe().game
+    metrics = MetricsLog(run.metrics_path).read()
+    samples = summary["samples"] if summary else metrics.column("samples").to_pylist()[-1]
     store = CheckpointStore(run.checkpoints_path)
     latest = store.latest()
-    spec = f"{run_dir}@{latest}"
-    player = MatchPlayer(
-        game, workers=args.eval_workers
-    )  # games split over processes: evaluation uses every core
-
-    def versus(a: str, b: str, games: int, seed: int) -> dict:
-        outcomes = np.array(player(a, b, games, seed))
-        wins, draws = int((outcomes == 1).sum()), int((outcomes == 0).sum())
-        score = wins + 0.5 * draws
-        return {
-            "win_rate": score / games,
-            "ci95": list(wilson_interval(score, games)),
-            "games": games,
-            "wins": wins,
-            "draws": draws,
-        }
-
-    eval_started = time.perf_counter()
-    final_versus = {
-        opponent: versus(spec, opponent, args.games, 12345)
-        for opponent in ("random", "bot:easy", "bot:medium")
-    }
-
     # Learning curve: checkpoints spread over the run, by the wall time at which they were written.
-    metrics = MetricsLog(run.metrics_path).read()
-    wall_of_version = dict(
-        zip(metrics.column("version").to_pylist(), metrics.column("wall_seconds").to_pylist(), strict=True)
-    )
     chosen = curve_versions([v for v in store.versions() if v > 0], args.curve_points)
     if latest not in chosen:
         chosen.append(latest)
-    player.close()
-    league, _ = evaluate_run(
-        run_dir, versions=",".join(map(str, chosen)), games=args.curve_games, workers=args.eval_workers
+
+    eval_started = time.perf_counter()
+    final, curve_results, league, stages = evaluate(run_dir, latest, chosen, args)
+    eval_seconds = time.perf_counter() - eval_started
+
+    wall_of_version = dict(
+        zip(metrics.column("version").to_pylist(), metrics.column("wall_seconds").to_pylist(), strict=True)
     )
-    ratings = {row.name: row for row in league.leaderboard()}
+    ratings = {row["name"]: row for row in league["leaderboard"]}
     curve = []
-    for v in chosen:
-        r = versus(f"{run_dir}@{v}", "bot:easy", args.curve_games, 777)
+    for v, r in zip(chosen, curve_results, strict=True):
         rating = ratings.get(f"v{v}")
         curve.append(
             {
                 "version": v,
                 "minutes": wall_of_version.get(v, float("nan")) / 60.0,
                 "win_rate_vs_easy": r["win_rate"],
-                "trueskill_mu": rating.mu if rating else None,
-                "trueskill_sigma": rating.sigma if rating else None,
+                "trueskill_mu": rating["mu"] if rating else None,
+                "trueskill_sigma": rating["sigma"] if rating else None,
             }
         )
-    player.close()
     latest_rating = ratings.get(f"v{latest}")
     out = {
         "minutes": args.minutes,
         "train_seconds": round(train_seconds, 1),
-        "samples": summary["samples"],
+        "samples": samples,
         "version": latest,
-        "versus": final_versus,
-        "eval_seconds": round(time.perf_counter() - eval_started, 1),
+        "versus": dict(zip(FINAL_OPPONENTS, final, strict=True)),
+        "eval_seconds": round(eval_seconds, 1),
+        "eval_stage_seconds": {k: round(v, 1) for k, v in stages["wall"].items()},
+        "eval_stage_cpu_seconds": {k: round(v, 1) for k, v in stages["cpu"].items()},
+        "eval_workers": args.eval_workers,
         "trueskill": {
-            "mu": latest_rating.mu if latest_rating else None,
-            "sigma": latest_rating.sigma if latest_rating else None,
+            "mu": latest_rating["mu"] if latest_rating else None,
+            "sigma": latest_rating["sigma"] if latest_rating else None,
         },
         "curve": curve,
     }
@@ -163,11 +207,12 @@ def main() -> None:
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        for name, v in final_versus.items():
+        for name, v in out["versus"].items():
             print(
                 f"vs {name}: {v['win_rate']:.3f} [{v['ci95'][0]:.3f}, {v['ci95'][1]:.3f}] over {v['games']} games"
             )
         print(f"TrueSkill: {out['trueskill']}")
+        print(f"evaluation: {out['eval_seconds']} s {out['eval_stage_seconds']}")
 
 
 if __name__ == "__main__":
