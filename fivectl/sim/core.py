@@ -846,6 +846,22 @@ def item_target(S, g, h, slot):
 
 
 @njit(cache=True, _nrt=False, inline="always")
+def consumable_wasted(S, g, h, active):
+    """Would a salve (clarity) restore nothing: HP (mana) above ``D.RESTORE_BELOW`` or one already working?"""
+    if active == D.IA_HEAL:
+        return (
+            S.uf[g, ST.UF_HP, h] >= D.RESTORE_BELOW * S.uf[g, ST.UF_MAX_HP, h]
+            or S.uf[g, ST.UF_HEAL_T, h] > 0.0
+        )
+    if active == D.IA_MANA:
+        return (
+            S.uf[g, ST.UF_MANA, h] >= D.RESTORE_BELOW * S.uf[g, ST.UF_MAX_MANA, h]
+            or S.uf[g, ST.UF_MREGEN_T, h] > 0.0
+        )
+    return False
+
+
+@njit(cache=True, _nrt=False, inline="always")
 def primary_info(S, g, h, kind, slot):
     """(available ignoring targets, target type, target rule, range) of a primary action for hero h."""
     alive = S.ui[g, ST.UI_ALIVE, h]
@@ -880,7 +896,7 @@ def primary_info(S, g, h, kind, slot):
         it = S.hi[g, ST.HI_ITEM_ID + slot, h]
         tt, rule, rng = item_target(S, g, h, slot)
         ok = it > 0 and ITEMS[it, D.IT_ACTIVE] != D.IA_NONE and S.hf[g, ST.HF_ITEM_CD + slot, h] <= 0.0
-        return ok, tt, rule, rng
+        return ok and not consumable_wasted(S, g, h, ITEMS[it, D.IT_ACTIVE]), tt, rule, rng
     return False, TT_NONE, R_NONE, 0.0
 
 
@@ -905,8 +921,13 @@ def target_ok(S, L, g, h, u, rule, rng, slack):
     r = rng + slack
     if rule == R_ENEMY_SPELL:
         return tu != team and not is_building(ut) and dist2(S, g, h, u) <= r * r
-    if rule == R_ALLY_HERO:
-        return tu == team and u < L.n_heroes and dist2(S, g, h, u) <= r * r
+    if rule == R_ALLY_HERO:  # heals: a hero that is hurt (D.RESTORE_BELOW)
+        return (
+            tu == team
+            and u < L.n_heroes
+            and dist2(S, g, h, u) <= r * r
+            and S.uf[g, ST.UF_HP, u] < D.RESTORE_BELOW * S.uf[g, ST.UF_MAX_HP, u]
+        )
     return False
 
 

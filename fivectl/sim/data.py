@@ -415,6 +415,12 @@ ITEM_ID = {n: i for i, n in enumerate(ITEM_NAMES)}
 ITEMS = np.array([i[1:] for i in _ITEMS], dtype=np.float64)
 N_ITEMS = 16  # vocabulary size reserved in the schema
 N_ITEM_SLOTS = 6
+# Restoring is unavailable (masked) when it would be wasted, the game-knowledge action mask of HoK §"Action
+# mask": a healing salve needs HP below this fraction and no heal running, a clarity mana below it and no mana
+# regeneration running, a heal ability a target hero below it. Without it, exploration drinks salves at full HP
+# and the policy learns never to use them (0.4% of steps; benchmarks/RESULTS.md). The scripted bots heal below
+# 0.6 and are not affected.
+RESTORE_BELOW = 0.75
 N_ACTIVE_SLOTS = 3  # slots 0-2: salve, clarity, active item (the "item1..3" actions); 3-5: stat items
 ITEM_PLAN_LEN = 6
 ACTIVE_CHOICES = np.array([ITEM_ID["ember_wand"], ITEM_ID["phase_dagger"]], dtype=np.int32)
