@@ -320,3 +320,25 @@ def test_sampled_random_actions_are_uniform_over_valid_choices():
     assert (target[primary == 2] == 0).all()
     assert np.bincount(delay, minlength=4).min() > 0.2 * n and delay.max() == 3
     assert offset.min() == 0 and offset.max() == 80 and len(set(offset.tolist())) == 81
+
+
+def test_restoring_is_masked_when_it_would_be_wasted(schema):
+    """HoK-style action mask: a salve needs HP below D.RESTORE_BELOW and no heal running; a clarity likewise."""
+    env = make_env(schema)
+    s = env.state
+    salve, clarity = (D.ITEM_ID[name] for name in ("healing_salve", "clarity"))
+    s.item_id[0, 0, 0], s.item_chg[0, 0, 0] = salve, 1
+    s.item_id[0, 0, 1], s.item_chg[0, 0, 1] = clarity, 1
+    item1, item2 = (env.schema.action.primary.index(p) for p in ("item1", "item2"))
+    s.hp[0, 0], s.mana[0, 0] = s.max_hp[0, 0], s.max_mana[0, 0]
+    obs = env.observe()
+    assert not obs["action_mask"][0, 0, item1] and not obs["action_mask"][0, 0, item2]
+    s.hp[0, 0] = 0.5 * s.max_hp[0, 0]
+    s.mana[0, 0] = 0.5 * s.max_mana[0, 0]
+    obs = env.observe()
+    assert obs["action_mask"][0, 0, item1] and obs["action_mask"][0, 0, item2]
+    act = noop(env)
+    act[0, 0] = (item1, 0, 0, 40)
+    obs, _, _, info = env.step(act)
+    assert info["invalid_actions"][0, 0] == 0 and s.heal_t[0, 0] > 0
+    assert not obs["action_mask"][0, 0, item1]  # one salve at a time
