@@ -35,7 +35,7 @@ def match(
     recipe: Annotated[
         Path | None,
         typer.Option(
-            "--recipe", help="Recipe whose [game] section is played (default: recipes/quickstart.toml)."
+            "--recipe", help="Recipe whose game section is played (default: recipes/quickstart.toml)."
         ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the games and of the agents' randomness.")] = 0,
