@@ -33,7 +33,7 @@ from fivectl.errors import BadInput, RunFailed, SchemaMismatch
 from fivectl.model import PolicyNet
 from fivectl.rl.aux import aux_losses
 from fivectl.rl.gae import gamma_from_horizon
-from fivectl.rl.learner import FragmentBatch, PPOLearner
+from fivectl.rl.learner import FragmentBatch, PPOLearner, keep_trained_teams
 from fivectl.rl.normalize import RewardScaler
 from fivectl.rl.reward import weighted_components
 from fivectl.rl.schedules import Progress, hyperparameters_at, step_seconds
@@ -450,6 +450,9 @@ class Trainer:
 
         hp = self.hyperparameters()
         batch = FragmentBatch_from(fragments, self.reward_scalers, hp.gamma, self.train_cfg.scale_rewards)
+        trained_only = keep_trained_teams(batch, self.team_size)
+        if trained_only.columns // self.team_size >= self.train_cfg.minibatches:
+            batch = trained_only
         t_learn0 = time.perf_counter()
         learn = self.learner.train_iteration(batch, hp)
         t_learn = time.perf_counter() - t_learn0

@@ -10,7 +10,7 @@ from fivectl.config.train import TrainConfig
 from fivectl.errors import BadInput
 from fivectl.rl.bptt import first_from_dones, join_windows
 from fivectl.rl.gae import compute_gae
-from fivectl.rl.learner import FragmentBatch, PPOLearner, concat_fragments
+from fivectl.rl.learner import FragmentBatch, PPOLearner, concat_fragments, keep_trained_teams
 from fivectl.rl.normalize import RunningMeanStd
 from fivectl.rl.schedules import Hyperparameters
 
@@ -198,3 +198,29 @@ def test_bad_batches_are_bad_input():
         PPOLearner(model, TrainConfig(bptt=WINDOW), team_size=3).train_iteration(batch, hyper())
     with pytest.raises(BadInput):
         concat_fragments([batch, replace(batch, outcomes=None)])
+
+
+def test_untrained_teams_are_dropped_without_changing_the_update():
+    real = rollout(TinyPolicy(), columns=4, seed=2)
+    opponent = rollout(TinyPolicy(), columns=2, seed=3)
+    real.mask = torch.ones(STEPS, 4)
+    real.mask[: STEPS // 2, 3] = 0.0  # a column trained for part of the fragment stays
+    opponent.mask = torch.zeros(STEPS, 2)
+    batch = concat_fragments([real, opponent])
+    train = TrainConfig(bptt=WINDOW, epochs=1, minibatches=1)
+
+    kept = keep_trained_teams(batch, team_size=2)
+    assert kept.columns == 4
+    torch.testing.assert_close(kept.rewards, real.rewards)
+    torch.testing.assert_close(kept.window_states[0], real.window_states[0])
+    assert keep_trained_teams(real, team_size=2) is real
+
+    def trained(b):
+        model = TinyPolicy(seed=5)
+        model.update_normalizers = None
+        PPOLearner(model, train, team_size=2).train_iteration(b, hyper())
+        return model.state_dict()
+
+    full, dropped = trained(batch), trained(kept)
+    for name in full:
+        torch.testing.assert_close(full[name], dropped[name])
