@@ -39,6 +39,14 @@ class SelfPlayConfig:
         ge=0,
     )
 
+    past_games_together: bool = param(
+        False,
+        "Draw 'latest or past version' once for the games that start together instead of once per game. Each "
+        "game still meets a past version with probability 1 - latest_fraction, but a worker runs a past "
+        "version's network (one more forward pass per step, about a third of the quickstart's rollout time) "
+        "only in that share of its game batches instead of in nearly all of them.",
+    )
+
     def validate(self) -> list[str]:
         known = [f"bot:{level}" for level in SCRIPTED_BOTS]
         errors = [

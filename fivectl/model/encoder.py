@@ -134,20 +134,38 @@ class ObsEncoder(nn.Module):
                 parts.append(e.flatten(-2))
         return torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
 
+    def observed_units(self, g: Group, obs: Obs) -> torch.Tensor:
+        """The shared unit MLP of a ``unitset`` group: ``[N, count, E]``, exactly 0 on empty slots.
+
+        Only the observed slots go through normalization, embeddings and the MLP: in the 1v1 quickstart fewer
+        than half of the 56 unit slots hold a unit, and this is where most of the network's work is. The result
+        (and its gradient) equals running every slot and multiplying by the mask.
+        """
+        mask = obs[f"{g.name}.mask"]
+        n, count = mask.shape[0], mask.shape[1]
+        rows = mask.reshape(-1).nonzero().squeeze(1)  # observed slots of the [N * count] flattened set
+        packed = {
+            key: obs[key].reshape(n * count, *obs[key].shape[2:]).index_select(0, rows)
+            for key in (f"{g.name}.float", f"{g.name}.cat")
+            if key in obs
+        }
+        observed = self.unitsets[g.name](self.group_input(g, packed))  # [rows, E], >= 0 after the ReLU
+        out = observed.new_zeros(n * count, observed.shape[-1]).index_copy(0, rows, observed)
+        return out.view(n, count, -1)
+
     def forward(self, obs: Obs) -> tuple[torch.Tensor, list[torch.Tensor]]:
         pooled: list[torch.Tensor] = []
         unit_embeddings: dict[str, torch.Tensor] = {}
         for g in self.schema.groups:
-            x = self.group_input(g, obs)
-            if g.kind == "vector":
-                pooled.append(self.vector[g.name](x))
-            elif g.kind == "unitset":
-                per_unit = self.unitsets[g.name](x)  # [N, count, E], >= 0 after the ReLU
-                mask = obs[f"{g.name}.mask"].unsqueeze(-1).to(per_unit.dtype)
-                per_unit = per_unit * mask
+            if g.kind == "unitset":
+                per_unit = self.observed_units(g, obs)  # [N, count, E], >= 0, empty slots 0
                 # Max over observed slots; the ReLU makes every value >= 0, so an empty set pools to 0.
                 pooled.append(per_unit.amax(dim=-2))
                 unit_embeddings[g.name] = per_unit
+                continue
+            x = self.group_input(g, obs)
+            if g.kind == "vector":
+                pooled.append(self.vector[g.name](x))
             else:
                 y = self.grids[g.name](x.permute(0, 3, 1, 2))  # [N, H, W, F] -> [N, F, H, W]
                 pooled.append(y.flatten(1))

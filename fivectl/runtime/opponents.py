@@ -71,7 +71,8 @@ class OpponentSet:
             return
         versions, probs = pool
         selfplay = self.recipe.selfplay
-        latest = self.rng.random(idx.size) < selfplay.latest_fraction
+        draws = self.rng.random(1 if selfplay.past_games_together else idx.size)
+        latest = np.broadcast_to(draws < selfplay.latest_fraction, idx.shape).copy()
         if versions.size == 0:
             latest[:] = True
         picks = self.draw_past(idx.size, versions, probs) if versions.size else np.zeros(idx.size)

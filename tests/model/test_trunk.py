@@ -213,3 +213,28 @@ def test_group_fc_columns_match_the_encoder(schema):
     cols = group_fc_columns(schema, net.cfg)
     assert {k: v.index for k, v in cols.items()} == net.encoder.output_slices
     assert max(v.index.stop for v in cols.values()) == net.fc.in_features
+
+
+def test_unit_sets_run_only_observed_slots_but_equal_running_every_slot_then_masking(schema):
+    """The encoder packs the observed slots of a unit set before its MLP; the result and the parameters'
+    gradients must be those of running every slot and zeroing the empty ones (the straightforward version)."""
+    net = make_net(schema, seed=3)
+    obs = make_obs(schema, (12,), seed=5)
+    encoder = net.encoder
+    for g in schema.groups:
+        if g.kind != "unitset":
+            continue
+        mask = obs[f"{g.name}.mask"]
+        assert mask.any() and not mask.all(), "the check needs both observed and empty slots"
+        mlp = encoder.unitsets[g.name]
+        packed = encoder.observed_units(g, obs)
+        packed.square().sum().backward()
+        packed_grads = [p.grad.clone() for p in mlp.parameters()]
+        net.zero_grad()
+        every_slot = mlp(encoder.group_input(g, obs)) * mask.unsqueeze(-1).to(torch.float32)
+        every_slot.square().sum().backward()
+        assert torch.allclose(packed, every_slot, atol=1e-6)
+        assert (packed[~mask] == 0).all()
+        for got, want in zip(packed_grads, (p.grad for p in mlp.parameters()), strict=True):
+            assert torch.allclose(got, want, atol=1e-5)
+        net.zero_grad()

@@ -73,6 +73,20 @@ def test_past_versions_per_batch_zero_draws_every_game_independently():
     assert np.unique(ops.opponent).size > 4
 
 
+def test_past_games_together_share_the_choice_but_keep_the_latest_fraction():
+    recipe = recipe_from_dict(
+        {"selfplay": {"latest_fraction": 0.8, "past_games_together": True}, "model": {"lstm_size": 4}}
+    )
+    ops = OpponentSet(recipe, load_schema(1), None, 16, np.random.default_rng(0))
+    past_batches = 0
+    for _ in range(2000):
+        ops.assign(np.ones(16, bool), (np.array([1, 2]), np.array([0.5, 0.5])))
+        against_latest = ops.opponent == LATEST
+        assert against_latest.all() or not against_latest.any()  # one choice for the whole batch
+        past_batches += int(not against_latest.any())
+    assert abs(past_batches / 2000 - 0.2) < 0.03
+
+
 def test_bot_games_train_only_the_learner_side_and_the_bot_plays_the_other():
     import torch
 
