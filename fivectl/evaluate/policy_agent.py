@@ -43,7 +43,7 @@ def resolve_version(store: CheckpointStore, version: str, spec: str) -> int:
 def load_policy(run_dir: Path, version: int) -> tuple[PolicyNet, dict[str, Any]]:
     """The network of checkpoint ``version`` of a run, with the checkpoint's own schema and model config."""
     store = CheckpointStore(RunDir.open(run_dir).checkpoints_path)
-    ckpt = store.load(version)
+    ckpt = store.load(version, sections=("model",))
     attrs = ckpt.attrs
     schema = ObsSchema.from_json(attrs["schema"])
     model_cfg = recipe_from_dict({"model": attrs["model_config"]}).model

@@ -118,7 +118,7 @@ class OpponentSet:
         if self.store is None:
             return None
         try:
-            ckpt = self.store.load(version)
+            ckpt = self.store.load(version, sections=("model",))
         except Exception:  # noqa: BLE001 - a pruned or unreadable version: play the latest instead
             self.missing += 1
             return None

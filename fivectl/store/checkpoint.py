@@ -16,6 +16,10 @@ commit point) and replaces the root ``zarr.json`` holding the pointer. A kill at
 set plus a complete new one. Each group carries a manifest (name, shape, dtype and BLAKE2 digest of every array,
 plus the digest of the attributes) that ``load`` checks, so a truncated or corrupted version is detected and the
 previous good one is used with a :class:`CheckpointFallbackWarning`. Nothing is pickled: arrays plus JSON.
+
+Packing matters for speed: a model plus its Adam moments is a few hundred small arrays, and zarr spends its time
+per array (metadata, a file, a task), not per byte. Groups written before packing (format 1, one zarr array per
+name) still load.
 """
 
 from __future__ import annotations
@@ -44,11 +48,13 @@ from fivectl import __version__
 from fivectl.errors import BadInput, FivectlError, RunFailed
 from fivectl.store.atomic import fsync_dir, write_json_atomic
 
-FORMAT = 1
+GROUP_FORMAT = 2  # 2: arrays packed per section and dtype; 1 (still read): one zarr array per name
+STATE_FORMAT = 1  # the JSON tree of flatten_state
 ROOT_META = "zarr.json"
 POINTER_ATTR = "fivectl_latest"
 STAGING_DIR = ".staging"
 RESERVED_ATTR = "fivectl_checkpoint"
+PACK_PREFIX = "__pack"  # user names cannot start with "__", so packs never collide with them
 _VERSION_RE = re.compile(r"^v(\d{8})$")
 _ZARR_CONFIG = {"write_empty_chunks": True}  # every chunk on disk, so a missing file is always an error
 
@@ -174,19 +180,11 @@ class CheckpointStore:
     def _stage(
         self, stage: Path, version: int, arrays: dict[str, dict[str, np.ndarray]], attrs: dict[str, Any]
     ) -> None:
-        manifest = {
-            f"{section}/{name}": {
-                "shape": list(np.shape(a)),
-                "dtype": np.asarray(a).dtype.str,
-                "digest": array_digest(np.asarray(a)),
-            }
-            for section, named in arrays.items()
-            for name, a in named.items()
-        }
+        packs, manifest = _pack_sections(arrays)
         group_attrs = {
             **attrs,
             RESERVED_ATTR: {
-                "format": FORMAT,
+                "format": GROUP_FORMAT,
                 "version": version,
                 "fivectl_version": __version__,
                 "manifest": manifest,
@@ -194,7 +192,7 @@ class CheckpointStore:
                 "attrs_digest": json_digest(json.loads(json.dumps(attrs))),
             },
         }
-        _run_async(_write_group(stage, arrays, group_attrs))
+        _run_async(_write_group(stage, packs, group_attrs))
         _fsync_tree(stage)
 
     def _publish(self, stage: Path, version: int) -> None:
@@ -216,18 +214,20 @@ class CheckpointStore:
         )
 
     # -- loading ------------------------------------------------------------------------------------
-    def load(self, version: int | None = None) -> Checkpoint:
+    def load(self, version: int | None = None, sections: Iterable[str] | None = None) -> Checkpoint:
         """Load and verify ``version``, or the newest good version when None.
 
         With ``version=None`` a version that fails verification is skipped with a ``CheckpointFallbackWarning``
         and recorded in ``Checkpoint.skipped``; an explicit version that fails raises ``FivectlError``.
+        ``sections`` limits reading (and verifying) to those sections, e.g. ``("model",)`` to play a version.
         """
+        wanted = None if sections is None else set(sections)
         if version is not None:
             if version not in self.versions():
                 have = ", ".join(str(v) for v in self.versions()) or "none"
                 raise BadInput(f"{self.path}: no checkpoint version {version} (have: {have})")
             try:
-                return self._load_verified(version)
+                return self._load_verified(version, wanted)
             except CorruptCheckpoint as e:
                 raise FivectlError(f"{self.path}: checkpoint v{version} is corrupt: {e}") from None
         candidates = self.versions()
@@ -236,7 +236,7 @@ class CheckpointStore:
         skipped: list[tuple[int, str]] = []
         for v in reversed(candidates):
             try:
-                ckpt = self._load_verified(v)
+                ckpt = self._load_verified(v, wanted)
             except CorruptCheckpoint as e:
                 skipped.append((v, str(e)))
                 continue
@@ -261,7 +261,7 @@ class CheckpointStore:
         attrs.pop(RESERVED_ATTR, None)
         return attrs
 
-    def _load_verified(self, version: int) -> Checkpoint:
+    def _load_verified(self, version: int, sections: set[str] | None = None) -> Checkpoint:
         vdir = self._vdir(version)
         try:
             raw = _read_group_attrs(vdir)
@@ -279,16 +279,22 @@ class CheckpointStore:
             and pointer.get("manifest_digest") != json_digest(meta["manifest"])
         ):
             raise CorruptCheckpoint("manifest does not match the pointer")
+        manifest = {
+            key: want
+            for key, want in meta["manifest"].items()
+            if sections is None or key.split("/", 1)[0] in sections
+        }
+        stored = sorted({_stored_key(key, want) for key, want in manifest.items()})
         try:
-            loaded = _run_async(_read_group(vdir, list(meta["manifest"])))
+            loaded = _run_async(_read_group(vdir, stored))
         except CorruptCheckpoint:
             raise
         except Exception as e:  # noqa: BLE001 - zarr raises many kinds on damaged metadata or chunks
             raise CorruptCheckpoint(f"unreadable: {type(e).__name__}: {e}") from None
         arrays: dict[str, dict[str, np.ndarray]] = {}
-        for key, want in meta["manifest"].items():
+        for key, want in manifest.items():
             section, name = key.split("/", 1)
-            arrays.setdefault(section, {})[name] = _checked(key, loaded[key], want)
+            arrays.setdefault(section, {})[name] = _checked(key, _unpacked(key, want, loaded), want)
         return Checkpoint(version=version, arrays=arrays, attrs=raw)
 
     # -- housekeeping -------------------------------------------------------------------------------
@@ -403,6 +409,55 @@ def _read_group_attrs(vdir: Path) -> dict[str, Any]:
     if not isinstance(attrs, dict):
         raise ValueError("group has no attributes")
     return attrs
+
+
+def _pack_sections(
+    arrays: dict[str, dict[str, np.ndarray]],
+) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, dict[str, Any]]]:
+    """Each section's arrays laid end to end per dtype (``__pack0``, ``__pack1``, ...), and the manifest: every
+    named array's shape, dtype, digest, pack and offset (in elements)."""
+    packs: dict[str, dict[str, np.ndarray]] = {}
+    manifest: dict[str, dict[str, Any]] = {}
+    for section, named in arrays.items():
+        by_dtype: dict[str, list[tuple[str, np.ndarray]]] = {}
+        for name, value in named.items():
+            a = np.asarray(value)
+            by_dtype.setdefault(a.dtype.str, []).append((name, a))
+        packs[section] = {}
+        for i, members in enumerate(by_dtype.values()):
+            pack, offset = f"{PACK_PREFIX}{i}", 0
+            for name, a in members:
+                manifest[f"{section}/{name}"] = {
+                    "shape": list(a.shape),
+                    "dtype": a.dtype.str,
+                    "digest": array_digest(a),
+                    "pack": pack,
+                    "offset": offset,
+                }
+                offset += a.size
+            packs[section][pack] = np.concatenate([a.reshape(-1) for _, a in members])
+    return packs, manifest
+
+
+def _stored_key(key: str, want: dict[str, Any]) -> str:
+    """The zarr array holding manifest entry ``key``: its pack, or (format 1) the array itself."""
+    if "pack" not in want:
+        return key
+    return f"{key.split('/', 1)[0]}/{want['pack']}"
+
+
+def _unpacked(key: str, want: dict[str, Any], loaded: dict[str, np.ndarray]) -> np.ndarray:
+    stored = loaded[_stored_key(key, want)]
+    if "pack" not in want:
+        return stored
+    try:
+        start = int(want["offset"])
+        size = math.prod(int(n) for n in want["shape"])
+    except (KeyError, TypeError, ValueError):
+        raise CorruptCheckpoint(f"{key}: bad manifest entry") from None
+    if stored.ndim != 1 or not 0 <= start <= stored.size - size:
+        raise CorruptCheckpoint(f"{key}: outside its pack ({want['pack']}, {stored.size} elements)")
+    return stored[start : start + size].reshape(want["shape"])
 
 
 def _checked(key: str, a: np.ndarray, want: dict[str, Any]) -> np.ndarray:
@@ -530,7 +585,7 @@ def flatten_state(sd: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     bitwise, including int keys, tuples and the module ``_metadata`` that ``load_state_dict`` reads."""
     arrays: dict[str, np.ndarray] = {}
     tree = _encode(sd, (), arrays)
-    meta: dict[str, Any] = {"format": FORMAT, "tree": tree}
+    meta: dict[str, Any] = {"format": STATE_FORMAT, "tree": tree}
     module_meta = getattr(sd, "_metadata", None)
     if module_meta is not None:
         meta["module_metadata"] = _encode(dict(module_meta), (), {})

@@ -55,6 +55,8 @@ def test_kill_minus_9_at_random_moments_then_resume(tiny_recipe, tmp_path, cli):
         published = store.latest()
         ckpt = store.load()  # the last published checkpoint is readable
         assert ckpt.version == published
+        # metrics rows are buffered, but never behind a published checkpoint
+        assert MetricsLog(run / "metrics").last_iteration() >= ckpt.attrs["counters"]["iteration"]
         resumed = cli(
             "train",
             "--run",

@@ -73,14 +73,53 @@ def test_save_load_round_trip_and_listing(tmp_path: Path) -> None:
         store.load(15)
 
 
-def test_the_store_is_a_valid_zarr_hierarchy(tmp_path: Path) -> None:
+def test_the_store_is_a_valid_zarr_hierarchy_with_arrays_packed_per_section_and_dtype(tmp_path: Path) -> None:
     import zarr
 
     store = CheckpointStore(tmp_path / "c.zarr")
     save(store, 1)
     root = zarr.open_group(store.path, mode="r")
     assert "v00000001" in set(root.group_keys())
-    np.testing.assert_array_equal(root["v00000001/model/enc.weight"][...], np.full((4, 3), 1, np.float32))
+    # model: float32 + float64; counters: int64 + bool; empty: float32 -> five zarr arrays, not seven
+    stored = {f"{s}/{a}" for s in ("model", "counters", "empty") for a in root[f"v00000001/{s}"].array_keys()}
+    assert len(stored) == 5 and all(k.split("/")[1].startswith("__pack") for k in stored)
+    # any zarr reader finds a named array through the manifest
+    entry = root["v00000001"].attrs["fivectl_checkpoint"]["manifest"]["model/enc.weight"]
+    pack = root[f"v00000001/model/{entry['pack']}"][...]
+    got = pack[entry["offset"] : entry["offset"] + 12].reshape(entry["shape"])
+    np.testing.assert_array_equal(got, np.full((4, 3), 1, np.float32))
+
+
+def test_groups_written_one_array_per_name_still_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unpacked(arrays):  # the format before packing: no "pack" in the manifest
+        manifest = {
+            f"{s}/{n}": {"shape": list(a.shape), "dtype": a.dtype.str, "digest": ck.array_digest(a)}
+            for s, named in arrays.items()
+            for n, a in named.items()
+        }
+        return arrays, manifest
+
+    store = CheckpointStore(tmp_path / "c.zarr")
+    monkeypatch.setattr(ck, "_pack_sections", unpacked)
+    save(store, 1)
+    monkeypatch.undo()
+    assert (store.path / "v00000001" / "model" / "enc.weight" / "zarr.json").exists()
+    save(store, 2)
+    assert_is_version(store.load(1), 1)
+    assert_is_version(store.load(2), 2)
+
+
+def test_loading_some_sections_reads_only_those(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path / "c.zarr")
+    save(store, 1)
+    os.truncate(chunk_file(store, 1, "counters", "steps"), 1)  # damage a section the caller does not want
+    ckpt = store.load(1, sections=("model",))
+    assert set(ckpt.arrays) == {"model"}
+    np.testing.assert_array_equal(ckpt.arrays["model"]["enc.bias"], np.arange(3) + 1.0)
+    with pytest.raises(FivectlError, match="v1 is corrupt"):
+        store.load(1)
 
 
 def test_load_without_checkpoint_is_a_clear_error(tmp_path: Path) -> None:
@@ -125,7 +164,10 @@ def test_crash_before_pointer_update_still_loads_the_renamed_version(
 
 
 def chunk_file(store: CheckpointStore, version: int, section: str, name: str) -> Path:
-    files = [p for p in (store.path / f"v{version:08d}" / section / name / "c").rglob("*") if p.is_file()]
+    """The file holding array ``section/name`` (its section's pack for that dtype)."""
+    manifest = ck._read_group_attrs(store.path / f"v{version:08d}")["fivectl_checkpoint"]["manifest"]
+    pack = manifest[f"{section}/{name}"]["pack"]
+    files = [p for p in (store.path / f"v{version:08d}" / section / pack / "c").rglob("*") if p.is_file()]
     assert len(files) == 1
     return files[0]
 
