@@ -365,7 +365,7 @@ class Trainer:
                     self.log_metrics(row)
                     if self.view is not None:
                         self.view.update(row)
-                    # Both may write a checkpoint: only after the iteration's metrics row is on disk, so that a
+                    # Both may write a checkpoint; save_checkpoint first writes the buffered metrics rows, so a
                     # kill -9 in between never leaves a checkpoint ahead of the metrics (workers see a new pool
                     # member with the next published version).
                     self.grow_pool()

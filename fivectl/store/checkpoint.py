@@ -6,8 +6,8 @@ checkpoints.zarr/
                           the file replaced atomically after each publish
   .staging/               groups being written; anything here is the leftover of a crashed save
   v00000010/              one group per version: attributes = the caller's JSON + a "fivectl_checkpoint" entry
-    model/<name>          sections are sub-groups, arrays are single-chunk zstd arrays
-    optimizer/<name>
+    model/__pack0         sections are sub-groups; a section's arrays of one dtype lie end to end in one
+    optimizer/__pack0     single-chunk zstd array, and the manifest gives each name's pack and offset
     ...
 ```
 
