@@ -2,7 +2,7 @@
 
 A fragment is ``T`` consecutive steps of one worker's batch of games. Its arrays live in one slot of a
 ``multiprocessing.shared_memory`` block, so the learner reads them without pickling (measured here: ~18 GiB/s
-for shared memory against ~1 GiB/s through a pickling queue). Only slot numbers travel through queues.
+for shared memory against ~1 GiB/s through a pickling queue). Only slot numbers travel through pipes.
 """
 
 from __future__ import annotations

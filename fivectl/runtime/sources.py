@@ -1,16 +1,16 @@
 """Where the learner's fragments come from: worker processes, or one in-process worker (serial mode).
 
 Both sources give the learner the same thing: ``get()`` a filled slot, copy it, ``release()`` it. The transport
-(shared memory and queues here) stays behind this boundary, so another one (e.g. Ray across nodes) can be
+(shared memory and per-worker pipes here) stays behind this boundary, so another one (e.g. Ray across nodes) can be
 swapped in without touching the RL code.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
-import queue
 import time
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
 import numpy as np
@@ -26,10 +26,11 @@ from fivectl.runtime.worker import (
     CTRL_STEPS,
     CTRL_VERSION,
     CTRL_WAIT_S,
-    SLOT_FILLING,
     SLOT_FREE,
     RolloutWorker,
     control_specs,
+    decode_slot,
+    encode_slot,
     worker_main,
     worker_seed,
 )
@@ -95,8 +96,27 @@ class SerialSource:
         self.slots.close()
 
 
+@dataclass
+class WorkerPipes:
+    """The learner's ends of one worker's two pipes: free slot numbers go out, filled ones come back."""
+
+    free_send: Connection
+    full_recv: Connection
+    closed: bool = False  # the worker's end is gone (it exited); stop listening until it is replaced
+
+    def close(self) -> None:
+        self.free_send.close()
+        self.full_recv.close()
+
+
 class ProcessSource:
-    """Rollout worker processes writing fragments into shared-memory slots (paper Fig. 2, HoK Fig. 1)."""
+    """Rollout worker processes writing fragments into shared-memory slots (paper Fig. 2, HoK Fig. 1).
+
+    Each worker owns ``slots_per_worker`` slots and talks to the learner over its own pair of pipes. Nothing is
+    shared between workers but lock-free shared memory, so killing one (or the learner) at any moment cannot
+    stall the others: a dead worker's pipes are dropped and its replacement gets fresh ones with every slot of
+    the dead one that the learner is not holding.
+    """
 
     def __init__(
         self,
@@ -115,6 +135,7 @@ class ProcessSource:
         self.params = params
         self.seed = seed
         self.n_workers = n_workers
+        self.slots_per_worker = slots_per_worker
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self.startup_timeout_s = startup_timeout_s
         self.run_dir = str(run_dir) if run_dir is not None else None
@@ -126,12 +147,11 @@ class ProcessSource:
         self.ctrl = self.ctrl_block.slots[0]
         self.ctrl["workers"][:] = 0
         self.ctrl["slot_state"][:] = SLOT_FREE
-        self.ctrl["slot_owner"][:] = -1
-        self.free_q = self.ctx.Queue()
-        self.full_q = self.ctx.Queue()
-        self.stop_event = self.ctx.Event()
-        for slot in range(self.n_slots):
-            self.free_q.put(slot)
+        self.ctrl["stop"][:] = 0
+        self.held: set[int] = set()  # slots handed out by get() and not yet released
+        self.pipes: list[WorkerPipes | None] = [None] * n_workers
+        # Where get() starts looking, so that no worker's fragments wait behind another's.
+        self._next_worker = 0
         self.generation = [0] * n_workers
         self.procs: list = [None] * n_workers
         self.started_at = [0.0] * n_workers
@@ -139,7 +159,19 @@ class ProcessSource:
         for w in range(n_workers):
             self._start(w)
 
+    def owner_of(self, slot: int) -> int:
+        return slot // self.slots_per_worker
+
     def _start(self, w: int) -> None:
+        if self.pipes[w] is not None:
+            self.pipes[w].close()  # drops whatever the previous worker left in them
+        free_recv, free_send = self.ctx.Pipe(duplex=False)
+        full_recv, full_send = self.ctx.Pipe(duplex=False)
+        self.pipes[w] = WorkerPipes(free_send, full_recv)
+        for slot in range(w * self.slots_per_worker, (w + 1) * self.slots_per_worker):
+            if slot not in self.held:
+                self.ctrl["slot_state"][slot] = SLOT_FREE
+                free_send.send_bytes(encode_slot(slot))
         seed = worker_seed(self.seed, w, self.generation[w], max(self.params.version, 0))
         self.ctrl["workers"][w, CTRL_HEARTBEAT] = time.time()
         self.ctrl["workers"][w, CTRL_READY] = 0.0
@@ -159,28 +191,51 @@ class ProcessSource:
                 self.params.shm_name,
                 _specs_as_lists(self.ctrl_block.specs),
                 self.ctrl_block.shm_name,
-                self.free_q,
-                self.full_q,
-                self.stop_event,
+                free_recv,
+                full_send,
                 self.run_dir,
             ),
             daemon=True,
         )
         proc.start()
+        # The worker has its own copies now. Closing ours means each side sees end-of-file when the other
+        # dies: the learner stops listening to a dead worker, and workers exit when the learner is killed.
+        free_recv.close()
+        full_send.close()
         self.procs[w] = proc
         self.started_at[w] = time.time()
 
     def get(self, timeout: float = 1.0) -> tuple[int, dict[str, np.ndarray]] | None:
-        try:
-            slot = self.full_q.get(timeout=timeout)
-        except queue.Empty:
-            return None
-        return slot, self.slots.slots[slot]
+        deadline = time.monotonic() + timeout
+        while True:
+            listening = self._listening_order()
+            remaining = deadline - time.monotonic()
+            if not listening or remaining <= 0:
+                return None
+            ready = wait([pipes.full_recv for _, pipes in listening], timeout=remaining)
+            for w, pipes in listening:
+                if pipes.full_recv not in ready:
+                    continue
+                try:
+                    slot = decode_slot(pipes.full_recv.recv_bytes())
+                except (EOFError, OSError):
+                    pipes.closed = True  # the worker exited; check_health() replaces it
+                    continue
+                self._next_worker = (w + 1) % self.n_workers
+                self.held.add(slot)
+                return slot, self.slots.slots[slot]
+
+    def _listening_order(self) -> list[tuple[int, WorkerPipes]]:
+        order = [(self._next_worker + i) % self.n_workers for i in range(self.n_workers)]
+        return [(w, self.pipes[w]) for w in order if self.pipes[w] is not None and not self.pipes[w].closed]
 
     def release(self, slot: int) -> None:
+        self.held.discard(slot)
         self.ctrl["slot_state"][slot] = SLOT_FREE
-        self.ctrl["slot_owner"][slot] = -1
-        self.free_q.put(slot)
+        try:
+            self.pipes[self.owner_of(slot)].free_send.send_bytes(encode_slot(slot))
+        except OSError:
+            pass  # its worker is dead: the replacement gets the slot when it starts
 
     def check_health(self) -> list[WorkerEvent]:
         """Replace dead or hung workers; their partial fragments are discarded and their slots reclaimed."""
@@ -199,17 +254,11 @@ class ProcessSource:
             else:
                 continue
             proc.join(timeout=5)
-            self._reclaim_slots(w)
             self.generation[w] += 1
             self.restarts += 1
             self._start(w)
             events.append(WorkerEvent(w, "restarted", f"generation {self.generation[w]}"))
         return events
-
-    def _reclaim_slots(self, w: int) -> None:
-        for slot in range(self.n_slots):
-            if self.ctrl["slot_owner"][slot] == w and self.ctrl["slot_state"][slot] == SLOT_FILLING:
-                self.release(slot)
 
     def oldest_version_in_flight(self) -> int | None:
         """Lowest policy version a live worker is generating with (for the staleness 'wait' policy)."""
@@ -237,7 +286,7 @@ class ProcessSource:
         return int(self.ctrl["workers"][:, CTRL_STEPS].sum())
 
     def close(self) -> None:
-        self.stop_event.set()
+        self.ctrl["stop"][0] = 1
         deadline = time.time() + 10
         for proc in self.procs:
             if proc is not None:
@@ -245,9 +294,9 @@ class ProcessSource:
                 if proc.is_alive():
                     proc.kill()
                     proc.join(timeout=2)
-        for q in (self.free_q, self.full_q):
-            q.cancel_join_thread()
-            q.close()
+        for pipes in self.pipes:
+            if pipes is not None:
+                pipes.close()
         self.ctrl = {}
         self.slots.close(unlink=True)
         self.ctrl_block.close(unlink=True)

@@ -8,7 +8,6 @@ process. A worker picks up new parameters only between fragments, and an opponen
 from __future__ import annotations
 
 import os
-import queue
 import signal
 import time
 from dataclasses import dataclass
@@ -37,7 +36,9 @@ def control_specs(n_workers: int, n_slots: int) -> list[ArraySpec]:
     return [
         ArraySpec("workers", (max(n_workers, 1), N_CTRL), "float64"),
         ArraySpec("slot_state", (n_slots,), "int32"),
-        ArraySpec("slot_owner", (n_slots,), "int32"),
+        # stop[0] = 1 asks every worker to finish. A flag in shared memory, not an mp.Event: an Event holds a
+        # lock across processes, and a worker killed while holding it would hang the learner's set().
+        ArraySpec("stop", (1,), "int32"),
     ]
 
 
@@ -212,12 +213,15 @@ def worker_main(
     params_name: str,
     ctrl_specs: list,
     ctrl_name: str,
-    free_q,
-    full_q,
-    stop_event,
+    free_conn,
+    full_conn,
     run_dir: str | None = None,
 ) -> None:
-    """Entry point of a rollout worker process."""
+    """Entry point of a rollout worker process.
+
+    Slot numbers arrive on ``free_conn`` and go back on ``full_conn``: pipes of this worker alone, so a worker
+    killed at any moment can leave nothing locked that another process waits on (a shared ``mp.Queue`` would:
+    its reader holds a cross-process lock while it blocks)."""
     signal.signal(
         signal.SIGINT, signal.SIG_IGN
     )  # the learner decides when to stop (Ctrl-C writes a checkpoint)
@@ -232,8 +236,9 @@ def worker_main(
     ctrl_block = FragmentSlots([ArraySpec(*s) for s in ctrl_specs], 1, shm_name=ctrl_name)
     ctrl = ctrl_block.slots[0]
     row = ctrl["workers"][worker_id]
+    stop = ctrl["stop"]
     row[CTRL_HEARTBEAT] = time.time()
-    while params.version < 0 and not stop_event.is_set():
+    while params.version < 0 and not stop[0]:
         time.sleep(0.01)
     warm_up_game(recipe, schema)  # compile or load the game's kernels before the heartbeat clock starts
     worker = RolloutWorker(recipe, schema, params, seed, Path(run_dir) if run_dir else None)
@@ -241,22 +246,31 @@ def worker_main(
     row[CTRL_HEARTBEAT] = time.time()
     row[CTRL_READY] = 1.0
     try:
-        while not stop_event.is_set():
+        while not stop[0]:
             tic = time.perf_counter()
-            try:
-                slot = free_q.get(timeout=0.2)
-            except queue.Empty:
+            if not free_conn.poll(0.2):
                 row[CTRL_HEARTBEAT] = time.time()
                 continue
+            slot = decode_slot(free_conn.recv_bytes())
             row[CTRL_WAIT_S] += time.perf_counter() - tic
-            ctrl["slot_owner"][slot] = worker_id
             ctrl["slot_state"][slot] = SLOT_FILLING
             views = slots.slots[slot]
             worker.fill(views, row)
             views["header"][1] = worker_id
             ctrl["slot_state"][slot] = SLOT_FULL
-            full_q.put(slot)
+            full_conn.send_bytes(encode_slot(slot))
+    except (EOFError, BrokenPipeError):
+        pass  # the learner has gone
     finally:
-        del worker, views, row, ctrl
+        del worker, views, row, ctrl, stop
         for block in (slots, params, ctrl_block):
             block.close()
+
+
+def encode_slot(slot: int) -> bytes:
+    # Four bytes: one write well under PIPE_BUF, so a process killed mid-send cannot leave half a message.
+    return int(slot).to_bytes(4, "little")
+
+
+def decode_slot(data: bytes) -> int:
+    return int.from_bytes(data, "little")

@@ -1,9 +1,10 @@
-"""Crash safety: kill -9 of the trainer at random moments, a killed worker, a corrupt checkpoint, a read-only run."""
+"""Crash safety: kill -9 of the trainer at random moments, a killed worker, orphaned workers, a corrupt checkpoint, a read-only run."""
 
 from __future__ import annotations
 
 import errno
 import json
+import os
 import random
 import signal
 import subprocess
@@ -119,7 +120,9 @@ def test_disk_full_is_a_clear_error_and_keeps_the_last_checkpoint(tiny_recipe, t
     assert CheckpointStore(run / "checkpoints.zarr").load().version >= before
 
 
-def test_a_killed_worker_is_replaced_and_fragments_keep_coming(tiny_recipe):
+def test_a_worker_killed_while_waiting_for_a_slot_is_replaced_and_fragments_keep_coming(tiny_recipe):
+    # The learner holds every slot, so both workers are blocked waiting for one: the moment a worker killed
+    # inside a shared mp.Queue's get() kept its lock and starved every other worker forever.
     recipe = load_recipe(tiny_recipe, ["train.workers=2"])
     schema = load_schema(1)
     net = PolicyNet(schema, recipe.model, 1)
@@ -127,13 +130,18 @@ def test_a_killed_worker_is_replaced_and_fragments_keep_coming(tiny_recipe):
     params.publish(net, 0, team_spirit=0.0)
     source = ProcessSource(recipe, schema, params, seed=1, n_workers=2, heartbeat_timeout_s=60)
     try:
-        got = source.get(timeout=120)
-        assert got is not None
-        source.release(got[0])
+        held = []
+        while len(held) < source.n_slots:
+            got = source.get(timeout=120)
+            assert got is not None
+            held.append(got[0])
+        time.sleep(0.5)
         source.procs[0].kill()
         source.procs[0].join()
         events = source.check_health()
         assert [(e.worker_id, e.kind) for e in events] == [(0, "died"), (0, "restarted")]
+        for slot in held:
+            source.release(slot)
         seen_workers = set()
         deadline = time.time() + 180
         while seen_workers != {0, 1} and time.time() < deadline:
@@ -148,6 +156,39 @@ def test_a_killed_worker_is_replaced_and_fragments_keep_coming(tiny_recipe):
     finally:
         source.close()
         params.close(unlink=True)
+
+
+def spawned_children(pid: int) -> list[int]:
+    """Worker processes started by ``pid`` (multiprocessing's spawn children, not its resource tracker)."""
+    out = subprocess.run(["ps", "-ww", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True, text=True)
+    return [int(line.split()[0]) for line in out.stdout.splitlines() if "spawn_main" in line]
+
+
+def is_running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_workers_exit_when_the_learner_is_killed(tiny_recipe, tmp_path):
+    run = tmp_path / "run"
+    proc = start_training(tiny_recipe, run, "--set", "train.workers=2")
+    try:
+        wait_for_checkpoint(run, 2, proc)
+        workers = spawned_children(proc.pid)
+        assert len(workers) == 2
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.time() + 60
+    while any(is_running(pid) for pid in workers) and time.time() < deadline:
+        time.sleep(0.2)
+    orphans = [pid for pid in workers if is_running(pid)]
+    for pid in orphans:
+        os.kill(pid, signal.SIGKILL)
+    assert orphans == []
 
 
 def test_ctrl_c_writes_a_checkpoint_and_exits_cleanly(tiny_recipe, tmp_path):
