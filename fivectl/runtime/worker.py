@@ -238,7 +238,10 @@ def worker_main(
     row = ctrl["workers"][worker_id]
     stop = ctrl["stop"]
     row[CTRL_HEARTBEAT] = time.time()
+    learner = os.getppid()
     while params.version < 0 and not stop[0]:
+        if os.getppid() != learner:
+            return  # the learner died before its first publish: nothing will ever come
         time.sleep(0.01)
     warm_up_game(recipe, schema)  # compile or load the game's kernels before the heartbeat clock starts
     worker = RolloutWorker(recipe, schema, params, seed, Path(run_dir) if run_dir else None)
