@@ -44,6 +44,9 @@ def versus(result: dict) -> dict:
         "games": result["games"],
         "wins": result["a_wins"],
         "draws": result["draws"],
+        # what the time-limit tiebreak compares, per game: the policy's, then the opponent's
+        "building_hp_taken": [result.get("a_building_hp_mean", 0.0), result.get("b_building_hp_mean", 0.0)],
+        "last_hits": [result["a_last_hits_mean"], result["b_last_hits_mean"]],
     }
 
 

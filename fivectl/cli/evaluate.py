@@ -78,14 +78,23 @@ def _game_section(recipe: Path | None, overrides: list[str]) -> tuple[GameConfig
     return resolved.game, resolved.model.schema_version
 
 
+def _side_line(
+    side: str, spec: str, width: int, wins: int, kills: float, towers: float, building_hp: float
+) -> str:
+    return (
+        f"  {side} {spec:<{width}}  wins {wins:>4}  kills/game {kills:6.2f}  towers/game {towers:5.2f}"
+        f"  building HP taken/game {building_hp:5.2f}"
+    )
+
+
 def _report(r, game_cfg: GameConfig) -> str:
     lo, hi = r.a_win_rate_ci95
     width = max(len(r.a), len(r.b))
     return "\n".join(
         [
             f"{r.games} games, {game_cfg.team_size}v{game_cfg.team_size}, {game_cfg.lanes} lane(s), seed {r.seed}",
-            f"  A {r.a:<{width}}  wins {r.a_wins:>4}  kills/game {r.a_kills_mean:6.2f}  towers/game {r.a_towers_mean:5.2f}",
-            f"  B {r.b:<{width}}  wins {r.b_wins:>4}  kills/game {r.b_kills_mean:6.2f}  towers/game {r.b_towers_mean:5.2f}",
+            _side_line("A", r.a, width, r.a_wins, r.a_kills_mean, r.a_towers_mean, r.a_building_hp_mean),
+            _side_line("B", r.b, width, r.b_wins, r.b_kills_mean, r.b_towers_mean, r.b_building_hp_mean),
             f"  draws {r.draws}; A win rate {r.a_win_rate:.3f} (95% CI {lo:.3f}-{hi:.3f}, a draw counts half)",
             f"  mean game {r.mean_game_seconds:.1f} game-seconds; {r.wall_seconds:.1f} s wall",
         ]

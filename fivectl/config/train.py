@@ -17,6 +17,15 @@ class TrainConfig:
         2, "Rollout worker processes; 0 runs everything in one process (serial debug mode).", ge=0
     )
     games_per_worker: int = param(16, "Games each rollout worker steps as one batch.", ge=1)
+    game_phases: int = param(
+        8,
+        "Groups of a worker's games whose start times are spread evenly over one game length (at most "
+        "games_per_worker). Games that all start together also end together, so every learner batch would "
+        "come from one moment of the game (and all the win/loss rewards from one batch); 1 starts them all "
+        "together. The spreading is done once when a worker starts, by scripted bots playing the first part "
+        "of its first games.",
+        ge=1,
+    )
     fragment_length: int = param(64, "Steps per rollout fragment sent to the learner.", ge=1)
     bptt: int = param(16, "Truncated BPTT window in steps (paper: 16).", ge=1)
     batch_windows: int = param(

@@ -25,8 +25,10 @@ from fivectl.evaluate.agents import Agent, act_in, parse_agent, team_agent_index
 from fivectl.schema import ObsSchema, load_schema
 
 Z95 = 1.959963984540054
-TEAM_STATS = ("kills", "towers_destroyed", "last_hits", "denies")
+TEAM_STATS = ("kills", "towers_destroyed", "last_hits", "denies", "building_hp_taken")
 """Per-team figures of a finished game that the env reports in ``info`` (each [G, 2]), averaged per side."""
+OPTIONAL_TEAM_STATS = ("building_hp_taken",)
+"""Figures an env other than the embedded game may leave out of ``info`` (they then average 0)."""
 
 EnvFactory = Callable[[GameConfig, int, int, ObsSchema], Any]
 """(game_cfg, num_games, seed, schema) -> a batched env with the ``MobaEnv`` interface (docs/ARCHITECTURE.md)."""
@@ -72,6 +74,10 @@ class MatchResult:
     wall_seconds: float
     outcomes: list[int] = field(default_factory=list)
     """Per game in match order: 1 A won, -1 B won, 0 draw (game ``i`` had A on team ``i % 2``)."""
+    a_building_hp_mean: float = 0.0
+    """Enemy building HP taken per game (lost fractions summed, a destroyed building counts 1): what decides a
+    game that reaches the time limit once buildings destroyed are equal. 0 in results stored before it existed."""
+    b_building_hp_mean: float = 0.0
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -86,6 +92,7 @@ class MatchResult:
 MEANS = (
     "mean_game_seconds", "a_kills_mean", "b_kills_mean", "a_towers_mean", "b_towers_mean", "a_last_hits_mean",
     "b_last_hits_mean", "a_denies_mean", "b_denies_mean", "a_invalid_action_rate", "b_invalid_action_rate",
+    "a_building_hp_mean", "b_building_hp_mean",
 )  # fmt: skip
 """Per-game averages of a MatchResult: a merged result weighs each part's by its number of games."""
 
@@ -355,7 +362,8 @@ def _record(tally: _Tally, game_ids: np.ndarray, slots: np.ndarray, info: dict) 
     tally.winner_team[game_ids] = np.asarray(info["winner"])[slots]
     tally.seconds[game_ids] = np.asarray(info["game_time"])[slots]
     for name in TEAM_STATS:
-        tally.stats[name][game_ids] = np.asarray(info[name])[slots]
+        if name in info or name not in OPTIONAL_TEAM_STATS:
+            tally.stats[name][game_ids] = np.asarray(info[name])[slots]
 
 
 def _summarize(
@@ -377,7 +385,7 @@ def _summarize(
         by_team = tally.stats[name][ids]
         return float(by_team[games_ix, team_a].mean()), float(by_team[games_ix, 1 - team_a].mean())
 
-    kills, towers, last_hits, denies = (side_means(name) for name in TEAM_STATS)
+    kills, towers, last_hits, denies, building_hp = (side_means(name) for name in TEAM_STATS)
     return MatchResult(
         a=a,
         b=b,
@@ -403,6 +411,8 @@ def _summarize(
         seed=seed,
         wall_seconds=wall,
         outcomes=outcomes.tolist(),
+        a_building_hp_mean=building_hp[0],
+        b_building_hp_mean=building_hp[1],
     )
 
 

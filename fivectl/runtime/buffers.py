@@ -68,6 +68,8 @@ def fragment_specs(
         ArraySpec("networth", (T, B), "float32"),
         ArraySpec("opponent", (T, G), "int32"),  # -1 latest parameters, else the past version playing
         ArraySpec("learner_side", (T, G), "int8"),  # the team the learner plays against a past version
+        # A result of the policy's: at the last step of a game, its length and winner (-1 a draw); 0 and -1
+        # elsewhere, and for a game the policy took over midway (runtime/stagger.py).
         ArraySpec("game_seconds", (T, G), "float32"),
         ArraySpec("winner", (T, G), "int8"),
         ArraySpec("invalid_actions", (T, G), "int32"),

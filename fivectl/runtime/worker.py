@@ -22,6 +22,7 @@ from fivectl.rl.reward import shape_rewards
 from fivectl.runtime.buffers import ArraySpec, FragmentSlots
 from fivectl.runtime.opponents import OpponentSet
 from fivectl.runtime.params import ParameterStore
+from fivectl.runtime.stagger import stagger_game_starts
 from fivectl.schema import ObsSchema
 from fivectl.sim import MobaEnv
 from fivectl.sim.objectives import ObjectiveTracker, hero_networth
@@ -90,7 +91,9 @@ class RolloutWorker:
         self.version = -1
         self.team_spirit = recipe.reward.team_spirit.start
         self.pool: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.int64), np.zeros(0))
-        self.raw_obs = self.env.reset()  # [G, 2k, ...]: what the scripted bots read
+        self.raw_obs, self.joined_midway = stagger_game_starts(
+            self.env, self.env.reset(), recipe.train.game_phases, np.random.default_rng([seed, 1])
+        )  # raw_obs [G, 2k, ...]: what the scripted bots read
         self.obs = self._flat(self.raw_obs)
         self.state = self.net.initial_state(self.agents)
         self.first = torch.ones(self.agents, dtype=torch.bool)
@@ -157,9 +160,12 @@ class RolloutWorker:
             views["train"][t] = self.opponents.train_mask()
             views["opponent"][t] = self.opponents.opponent
             views["learner_side"][t] = self.opponents.learner_side
-            views["winner"][t] = np.where(done, winner, -1)
+            # A game the policy took over midway (stagger.py) ends as usual, but is no result of the policy's.
+            counted = done & ~self.joined_midway
+            self.joined_midway &= ~done
+            views["winner"][t] = np.where(counted, winner, -1)
             views["game_seconds"][t] = np.where(
-                done, np.asarray(info.get("episode_seconds", info["game_time"])), 0.0
+                counted, np.asarray(info.get("episode_seconds", info["game_time"])), 0.0
             )
             views["invalid_actions"][t] = np.asarray(info["invalid_actions"]).reshape(G, -1).sum(axis=1)
             if self.objectives is not None:

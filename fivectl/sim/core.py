@@ -26,7 +26,8 @@ N_COMPONENTS = 17
 
 # Per-game stats reported in info: [G, N_STATS, 2]
 ST_KILLS, ST_DEATHS, ST_TOWERS, ST_BARRACKS, ST_BOSS, ST_LAST_HITS, ST_DENIES, ST_NETWORTH = range(8)
-N_STATS = 8
+ST_BUILDING_HP = 8
+N_STATS = 9
 STAT_NAMES = (
     "kills",
     "deaths",
@@ -36,6 +37,7 @@ STAT_NAMES = (
     "last_hits",
     "denies",
     "networth",
+    "building_hp_taken",
 )
 
 ABIL = D.ABILITIES
@@ -1333,6 +1335,21 @@ def step_game(S, L, P, g, actions, act_kind, act_slot, amask, tmask, rew, invali
 
 
 @njit(cache=True, _nrt=False)
+def building_hp_taken(S, L, g, team):
+    """Enemy building HP that ``team`` has taken: the lost fraction of each enemy building summed, a destroyed
+    one counting 1 (the tiebreak's second criterion)."""
+    taken = 0.0
+    for b in range(L.bld_start, L.bld_end):
+        if S.ui[g, ST.UI_TEAM, b] != 1 - team:
+            continue
+        if S.ui[g, ST.UI_ALIVE, b]:
+            taken += 1.0 - S.uf[g, ST.UF_HP, b] / max(S.uf[g, ST.UF_MAX_HP, b], 1.0)
+        else:
+            taken += 1.0
+    return taken
+
+
+@njit(cache=True, _nrt=False)
 def time_limit_winner(S, L, g):
     """Who wins a game that reaches the time limit (``game.time_limit_result = "tiebreak"``): the team that
     destroyed more buildings, then took more enemy building HP (fractions summed), then made more hero kills,
@@ -1341,12 +1358,7 @@ def time_limit_winner(S, L, g):
     destroyed1 = S.gi[g, ST.GI_TOWERS_DESTROYED + 1] + S.gi[g, ST.GI_BARRACKS_DESTROYED + 1]
     if destroyed0 != destroyed1:
         return 0 if destroyed0 > destroyed1 else 1
-    damage0 = 0.0  # enemy building HP taken by team 0, minus that taken by team 1
-    for b in range(L.bld_start, L.bld_end):
-        taken = 1.0
-        if S.ui[g, ST.UI_ALIVE, b]:
-            taken = 1.0 - S.uf[g, ST.UF_HP, b] / max(S.uf[g, ST.UF_MAX_HP, b], 1.0)
-        damage0 += taken if S.ui[g, ST.UI_TEAM, b] == 1 else -taken
+    damage0 = building_hp_taken(S, L, g, 0) - building_hp_taken(S, L, g, 1)
     if abs(damage0) > 1e-9:
         return 0 if damage0 > 0 else 1
     kills0, kills1 = S.gi[g, ST.GI_KILLS_T], S.gi[g, ST.GI_KILLS_T + 1]
@@ -1371,6 +1383,7 @@ def write_stats(S, L, g, stats):
         stats[ST_DENIES, t] = S.gi[g, ST.GI_TEAM_DENIES + t]
         stats[ST_DEATHS, t] = 0.0
         stats[ST_NETWORTH, t] = 0.0
+        stats[ST_BUILDING_HP, t] = building_hp_taken(S, L, g, t)
     for h in range(L.n_heroes):
         t = S.ui[g, ST.UI_TEAM, h]
         stats[ST_DEATHS, t] += S.hi[g, ST.HI_DEATHS, h]
@@ -1404,3 +1417,11 @@ def refresh_vision_all(S, L, P):
 def reset_all(S, L, P):
     for g in range(S.rng.shape[0]):
         reset_game(S, L, P, g)
+
+
+@njit(cache=True, _nrt=False)
+def reset_games(S, L, P, games):
+    """Start a new game in every slot where ``games`` (bool [G]) is True."""
+    for g in range(S.rng.shape[0]):
+        if games[g]:
+            reset_game(S, L, P, g)

@@ -175,6 +175,18 @@ class MobaEnv:
             info[name] = stats[:, i, :].copy()
         return self._obs, rew.astype(np.float32), done, info
 
+    def restart(self, games: np.ndarray) -> dict[str, np.ndarray]:
+        """Abandon the games where ``games`` (bool [G]) is True and start new ones there (no result is reported
+        for the abandoned games); returns the observation of every game."""
+        if self._obs is None:
+            raise BadInput("MobaEnv.restart() called before reset()")
+        games = np.asarray(games, dtype=np.bool_)
+        if games.shape != (self.num_games,):
+            raise BadInput(f"games: expected shape {(self.num_games,)}, got {games.shape}")
+        C.reset_games(self.core_state, self.layout, self.params, games)
+        self._obs = self._encode()
+        return self._obs
+
     def observe(self) -> dict[str, np.ndarray]:
         """Re-encode the current state (after editing ``env.state`` in a test or a scenario) and return it;
         the next ``step`` validates actions against this observation."""

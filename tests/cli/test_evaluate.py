@@ -33,8 +33,9 @@ def test_match_json_has_the_documented_keys():
     data = json.loads(result.stdout)
     for key in ("a", "b", "games", "a_wins", "b_wins", "draws", "a_win_rate", "mean_game_seconds"):
         assert key in data, key
-    for key in ("a_kills_mean", "b_kills_mean", "a_towers_mean", "b_towers_mean"):
+    for key in ("a_kills_mean", "b_kills_mean", "a_towers_mean", "b_towers_mean", "a_building_hp_mean"):
         assert key in data, key
+    assert 0.0 <= data["a_building_hp_mean"] <= 6.0 and 0.0 <= data["b_building_hp_mean"] <= 6.0
     assert (data["a"], data["b"], data["games"]) == ("random", "bot:passive", 4)
     assert data["a_wins"] + data["b_wins"] + data["draws"] == 4
     lo, hi = data["a_win_rate_ci95"]

@@ -284,6 +284,8 @@ def test_time_limit_tiebreak_goes_to_the_team_that_took_more_building_hp(schema,
     s.hp[0, enemy_t1] = 0.5 * s.max_hp[0, enemy_t1]  # team 0 has taken half of a tower, nothing else differs
     rew, info = _play_to_time_limit(env)
     assert info["winner"][0] == winner
+    # towers regenerate a little in the 2 s
+    assert info["building_hp_taken"][0].tolist() == pytest.approx([0.5, 0.0], abs=0.02)
     expected = [1.0, -1.0] if winner == 0 else [0.0, 0.0]
     assert rew[0, :, COMPONENT_INDEX["win"]].tolist() == expected
 
@@ -300,6 +302,8 @@ def test_time_limit_tiebreak_counts_destroyed_buildings_before_damage(schema):
     s.hp[0, enemy_t1] = 0.1 * s.max_hp[0, enemy_t1]  # ...team 0 only damaged one (0.9 of a building < 1)
     _, info = _play_to_time_limit(env)
     assert info["winner"][0] == 1
+    taken0, taken1 = info["building_hp_taken"][0]
+    assert taken1 == 1.0 and taken0 == pytest.approx(0.9, abs=0.02)  # a destroyed building counts whole
 
 
 def test_sampled_random_actions_are_uniform_over_valid_choices():
