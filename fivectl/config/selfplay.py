@@ -33,18 +33,20 @@ class SelfPlayConfig:
     )
     past_versions_per_batch: int = param(
         1,
-        "Distinct past versions a worker draws for the games that start together; each of those games plays "
-        "one of them at random, so every game's opponent is still distributed as p. Each distinct network is "
-        "one more forward pass per step; 0 draws every game independently.",
+        "Distinct past versions a worker draws per round of game starts (each of its games once: all of them "
+        "when they start together, else one game length of staggered starts, train.game_phases); each game "
+        "that meets a past version plays one of them at random, so its opponent is still distributed as p. "
+        "Each distinct network is one more forward pass per step; 0 draws every game independently.",
         ge=0,
     )
 
     past_games_together: bool = param(
         False,
-        "Draw 'latest or past version' once for the games that start together instead of once per game. Each "
+        "Draw 'latest or past version' once per round of game starts (see past_versions_per_batch) instead of "
+        "once per game. Each "
         "game still meets a past version with probability 1 - latest_fraction, but a worker runs a past "
         "version's network (one more forward pass per step, about a third of the quickstart's rollout time) "
-        "only in that share of its game batches instead of in nearly all of them.",
+        "only in that share of its rounds instead of in nearly all of them.",
     )
 
     def validate(self) -> list[str]:

@@ -53,6 +53,9 @@ class OpponentSet:
         self.team_size = recipe.game.team_size
         self.cache_size = cache_size
         self.opponent = np.full(games, LATEST, dtype=np.int32)
+        self.round_left = 0  # game starts left in the current round (start_round)
+        self.round_latest = True
+        self.round_versions: np.ndarray | None = None
         self.learner_side = np.zeros(games, dtype=np.int8)
         self.nets: OrderedDict[int, PolicyNet] = OrderedDict()
         self.missing = 0
@@ -71,8 +74,13 @@ class OpponentSet:
             return
         versions, probs = pool
         selfplay = self.recipe.selfplay
-        draws = self.rng.random(1 if selfplay.past_games_together else idx.size)
-        latest = np.broadcast_to(draws < selfplay.latest_fraction, idx.shape).copy()
+        if self.round_left <= 0:
+            self.start_round(versions, probs)
+        self.round_left -= idx.size
+        if selfplay.past_games_together:
+            latest = np.full(idx.size, self.round_latest)
+        else:
+            latest = self.rng.random(idx.size) < selfplay.latest_fraction
         if versions.size == 0:
             latest[:] = True
         picks = self.draw_past(idx.size, versions, probs) if versions.size else np.zeros(idx.size)
@@ -85,15 +93,22 @@ class OpponentSet:
         for memory in self.bot_memory.values():
             memory.forget(games)
 
-    def draw_past(self, n: int, versions: np.ndarray, probs: np.ndarray) -> np.ndarray:
-        """``n`` past versions, each distributed as ``probs``, among at most ``past_versions_per_batch`` distinct
-        ones: draw that many versions from p, then give each game one of them uniformly. The marginal of every
-        game is still p, and the worker runs one network per distinct version instead of one per game."""
+    def start_round(self, versions: np.ndarray, probs: np.ndarray) -> None:
+        """A round is the next ``games`` game starts: every game of the worker once, whether they start together
+        or spread over a game length (``train.game_phases``). Its games share the past versions drawn here and,
+        with ``selfplay.past_games_together``, the choice between the latest and a past version."""
+        self.round_left = self.games
+        self.round_latest = bool(self.rng.random() < self.recipe.selfplay.latest_fraction)
         distinct = self.recipe.selfplay.past_versions_per_batch
-        if distinct == 0 or distinct >= n:
+        self.round_versions = self.rng.choice(versions, size=distinct, p=probs) if distinct and versions.size else None
+
+    def draw_past(self, n: int, versions: np.ndarray, probs: np.ndarray) -> np.ndarray:
+        """``n`` past versions, each distributed as ``probs``: one of the round's ``past_versions_per_batch``
+        versions (each drawn from p) uniformly, or with 0 an independent draw per game. The marginal of every
+        game is still p, and the worker runs one network per distinct version instead of one per game."""
+        if self.round_versions is None:
             return self.rng.choice(versions, size=n, p=probs)
-        chosen = self.rng.choice(versions, size=distinct, p=probs)
-        return chosen[self.rng.integers(0, distinct, size=n)]
+        return self.round_versions[self.rng.integers(0, len(self.round_versions), size=n)]
 
     def train_mask(self) -> np.ndarray:
         """bool [G*2k]: agents whose samples the learner trains on (both teams against latest, else its side)."""

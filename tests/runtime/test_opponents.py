@@ -177,3 +177,39 @@ def test_published_bot_fraction_reaches_the_worker_side():
     version, scalars = params.read_into(PolicyNet(load_schema(1), recipe.model, 1))
     params.close()
     assert version == 3 and scalars["bot_fraction"] == 0.25
+
+
+def staggered_rounds(ops, pool, rounds: int, groups: int = 4):
+    """Groups of games starting one after another, as a worker's staggered games do (train.game_phases)."""
+    group = np.arange(ops.games) * groups // ops.games
+    for turn in range(rounds * groups):
+        starting = group == turn % groups
+        ops.assign(starting, pool)
+        yield turn, starting
+
+
+def test_staggered_games_share_one_past_version_per_round_and_keep_the_pool_distribution():
+    ops = make_set(games=8)
+    versions, probs = np.array([1, 2, 3, 4]), np.array([0.1, 0.2, 0.3, 0.4])
+    counts = np.zeros(5)
+    for turn, starting in staggered_rounds(ops, (versions, probs), 3000):
+        if turn % 4 == 0:  # a round's first group: the previous round's version is still playing elsewhere
+            counts[ops.opponent[starting][0]] += 1
+        assert np.unique(ops.opponent[starting]).size == 1
+        if turn % 4 == 3:  # the round is complete: the whole worker plays its one past version
+            assert np.unique(ops.opponent).size == 1
+    assert np.allclose(counts[1:] / counts.sum(), probs, atol=0.03)
+
+
+def test_staggered_games_share_the_latest_or_past_choice_per_round():
+    recipe = recipe_from_dict(
+        {"selfplay": {"latest_fraction": 0.8, "past_games_together": True}, "model": {"lstm_size": 4}}
+    )
+    ops = OpponentSet(recipe, load_schema(1), None, 16, np.random.default_rng(0))
+    past_rounds = 0
+    for turn, _ in staggered_rounds(ops, (np.array([1, 2]), np.array([0.5, 0.5])), 2000):
+        if turn % 4 == 3:
+            against_latest = ops.opponent == LATEST
+            assert against_latest.all() or not against_latest.any()
+            past_rounds += int(not against_latest.any())
+    assert abs(past_rounds / 2000 - 0.2) < 0.03

@@ -346,3 +346,16 @@ def test_restoring_is_masked_when_it_would_be_wasted(schema):
     obs, _, _, info = env.step(act)
     assert info["invalid_actions"][0, 0] == 0 and s.heal_t[0, 0] > 0
     assert not obs["action_mask"][0, 0, item1]  # one salve at a time
+
+
+def test_restart_starts_new_games_only_where_asked(schema):
+    env = make_env(schema, num_games=3)
+    for _ in range(5):
+        env.step(noop(env))
+    obs = env.restart(np.array([False, True, False]))
+    assert env.state.tick.tolist() == [5 * 4, 0, 5 * 4]
+    assert set(obs) == set(env.observe())
+    _, _, done, info = env.step(noop(env))
+    assert not done.any() and info["game_time"].tolist() == pytest.approx([24 / 30, 4 / 30, 24 / 30])
+    with pytest.raises(BadInput, match="shape"):
+        env.restart(np.array([True]))
