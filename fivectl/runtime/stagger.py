@@ -3,7 +3,7 @@
 A worker's games all start when it starts, and in the embedded game most of them last exactly to the time
 limit, so without this they stay in step forever: every fragment, and so every learner batch, comes from one
 moment of the game, and all the win/loss rewards land in the same batch. The learner then sees the early game
-for a while, then the late game, and its value loss jumps by two orders of magnitude at each batch of game ends
+for a while, then the late game, and its value loss is about 50 times higher on the batches of game ends
 (benchmarks/RESULTS.md, session 9). Spreading the games, as many independent actors would, makes each batch a
 mix of all moments of the game.
 """
