@@ -362,8 +362,9 @@ def _record(tally: _Tally, game_ids: np.ndarray, slots: np.ndarray, info: dict) 
     tally.winner_team[game_ids] = np.asarray(info["winner"])[slots]
     tally.seconds[game_ids] = np.asarray(info["game_time"])[slots]
     for name in TEAM_STATS:
-        if name in info or name not in OPTIONAL_TEAM_STATS:
-            tally.stats[name][game_ids] = np.asarray(info[name])[slots]
+        if name not in info and name in OPTIONAL_TEAM_STATS:
+            continue
+        tally.stats[name][game_ids] = np.asarray(info[name])[slots]
 
 
 def _summarize(

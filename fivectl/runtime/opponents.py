@@ -100,7 +100,9 @@ class OpponentSet:
         self.round_left = self.games
         self.round_latest = bool(self.rng.random() < self.recipe.selfplay.latest_fraction)
         distinct = self.recipe.selfplay.past_versions_per_batch
-        self.round_versions = self.rng.choice(versions, size=distinct, p=probs) if distinct and versions.size else None
+        self.round_versions = None
+        if distinct and versions.size:
+            self.round_versions = self.rng.choice(versions, size=distinct, p=probs)
 
     def draw_past(self, n: int, versions: np.ndarray, probs: np.ndarray) -> np.ndarray:
         """``n`` past versions, each distributed as ``probs``: one of the round's ``past_versions_per_batch``
