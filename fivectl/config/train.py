@@ -66,6 +66,13 @@ class TrainConfig:
     warmup_versions: int = param(
         0, "Versions trained at learning rate 0 after surgery (smooth restart).", ge=0
     )
+    slots_per_worker: int = param(
+        2,
+        "Fragment slots each rollout worker fills before it waits for the learner. When the learner is the "
+        "bottleneck, every slot is a fragment queued behind the others, so staleness is about workers x slots "
+        "versions (paper Figure 5b: staleness slows learning); more slots only keep workers busy when they are.",
+        ge=1,
+    )
     max_staleness: int = param(
         8, "Fragments older than this many versions are handled by staleness_policy.", ge=0
     )

@@ -337,6 +337,7 @@ class Trainer:
                 params,
                 self.train_cfg.seed,
                 self.n_workers,
+                slots_per_worker=self.train_cfg.slots_per_worker,
                 heartbeat_timeout_s=self.opts.heartbeat_timeout_s,
                 run_dir=self.run.path,
             )
