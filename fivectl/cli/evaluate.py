@@ -48,7 +48,10 @@ def match(
     """Play GAMES games of A against B (A on team 0 in even games, team 1 in odd ones) and report wins, draws,
     A's win rate with a 95% Wilson interval (a draw counts half), game length, kills and towers per side."""
     from fivectl.evaluate import parse_agent, play_match
+    from fivectl.evaluate.run_eval import use_one_torch_thread
     from fivectl.schema import load_schema
+
+    use_one_torch_thread()
 
     if games < 1:
         raise BadInput(f"--games: must be >= 1, got {games}")
@@ -125,12 +128,13 @@ def trueskill(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Rate checkpoints with TrueSkill against fixed references (random = 0); results accumulate in the run."""
-    from fivectl.evaluate.run_eval import evaluate_run
+    from fivectl.evaluate.run_eval import evaluate_run, use_one_torch_thread
 
     if games is not None and games < 1:
         raise BadInput(f"--games: must be >= 1, got {games}")
     if workers < 1:
         raise BadInput(f"--workers: must be >= 1, got {workers}")
+    use_one_torch_thread()
     league, rated = evaluate_run(run, versions=versions, games=games, workers=workers, seed=seed)
     if plot is not None:
         league.plot_ratings(plot)

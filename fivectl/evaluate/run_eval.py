@@ -63,10 +63,18 @@ _WORKER_POOL: AgentPool | None = None
 """Agents of this worker process, kept across jobs (a checkpoint is loaded once per process)."""
 
 
-def _init_worker() -> None:
+def use_one_torch_thread() -> None:
+    """Evaluation runs small batches (one forward pass per game step), where torch's extra threads only spin:
+    two 200-game matches side by side on 2 cores took 29 s each with one thread and had not finished after 20
+    minutes with the default threads (benchmarks/RESULTS.md, session 11). Parallelism comes from processes
+    (``--workers``) instead."""
     import torch
 
-    torch.set_num_threads(1)  # one process per core: more threads would only contend
+    torch.set_num_threads(1)
+
+
+def _init_worker() -> None:
+    use_one_torch_thread()
 
 
 def play_job(game: dict, matches: list[Match], batch: int) -> list[dict]:

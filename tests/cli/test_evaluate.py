@@ -43,6 +43,20 @@ def test_match_json_has_the_documented_keys():
     assert 0.0 < data["mean_game_seconds"] <= 20.0 + 1.0
 
 
+def test_match_plays_on_one_torch_thread(monkeypatch):
+    # Small per-step batches: extra torch threads only spin, and two evaluations (or one next to training)
+    # slowed to a crawl on 2 cores. The command sets one thread before it plays.
+    import torch
+
+    threads = torch.get_num_threads()
+    calls: list[int] = []
+    monkeypatch.setattr(torch, "set_num_threads", calls.append)
+    result = invoke(*short_game("random", "bot:passive", "--games", "2", "--json"))
+    assert result.exit_code == 0, result.output
+    assert calls == [1]
+    assert torch.get_num_threads() == threads  # the test process itself is left as it was
+
+
 def test_match_text_report():
     result = invoke(*short_game("random", "random", "--games", "2"))
     assert result.exit_code == 0, result.output
