@@ -342,6 +342,7 @@ class PPOLearner:
         )
         self.optimizer.step()
         parts["optimizer_clip_fraction"] = self.optimizer.last_clip_fraction
+        parts.update(_head_entropies(evaluation, mb.weights))
         self.gradient_steps += 1
         return parts
 
@@ -353,6 +354,13 @@ class PPOLearner:
     def load_state_dict(self, state: dict) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
         self.gradient_steps = int(state["gradient_steps"])
+
+
+def _head_entropies(evaluation: Any, weights: torch.Tensor) -> dict[str, float]:
+    """``entropy_<head>``: each action head's share of the entropy (a head the chosen primary does not use counts
+    0), so they add up to ``entropy``. A head stuck near its maximum (log 81 for the offset) learns nothing."""
+    head_entropy = getattr(evaluation, "head_entropy", None) or {}
+    return {f"entropy_{name}": float(_weighted_mean(h.detach(), weights)) for name, h in head_entropy.items()}
 
 
 def _weighted_mean(x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:

@@ -608,6 +608,7 @@ class Trainer:
         ):
             if key in learn:
                 row[key] = learn[key]
+        row.update({key: value for key, value in learn.items() if key.startswith("entropy_") and key != "entropy_coef"})
         # Reward by component (weighted, before time decay): where the agents' reward comes from.
         earned = np.mean(
             [

@@ -173,3 +173,18 @@ def test_learner_windows_carry_the_labels_and_the_losses_train_only_the_aux_head
 
     parts = learner.gradient_step(windows, entropy_coef=0.0)
     assert math.isfinite(parts["aux_networth_rank"]) and math.isfinite(parts["aux_objectives"])
+
+
+def test_gradient_step_reports_each_action_heads_share_of_the_entropy():
+    torch.manual_seed(0)
+    net = PolicyNet(load_schema(1), MODEL, TEAM)
+    learner = PPOLearner(
+        net, TrainConfig(bptt=BPTT), team_size=TEAM, aux_loss_fn=aux_losses, objective_gamma=0.9
+    )
+    windows = learner.prepare_windows(concat_fragments([fragment(1), fragment(2)]), gamma=0.99)
+    parts = learner.gradient_step(windows, entropy_coef=0.0)
+    heads = {k: v for k, v in parts.items() if k.startswith("entropy_")}
+    assert set(heads) == {"entropy_primary", "entropy_delay", "entropy_target", "entropy_offset"}
+    # The delay head is used on every step and starts near uniform over its choices.
+    assert 0.5 * math.log(4) < heads["entropy_delay"] <= math.log(4) + 1e-6
+    assert sum(heads.values()) == pytest.approx(parts["entropy"], rel=1e-5)
