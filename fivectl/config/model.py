@@ -28,6 +28,18 @@ class ModelConfig:
     )
     attention_size: int = param(64, "Width of the target-attention query and keys (HoK eq. 1).", ge=1)
     aux_hidden: int = param(64, "Hidden width of the small auxiliary prediction networks (paper D).", ge=1)
+    offset_xy: bool = param(
+        False,
+        "Choose a move or cast offset as independent X and Y (HoK's decoupled Offset_X and Offset_Y): two heads "
+        "of 9 logits whose outer sum gives the 9x9 grid's distribution, so a direction is learned per axis "
+        "instead of per cell. Off: one head of 81 logits (paper F).",
+    )
+    learn_delay: bool = param(
+        True,
+        "Learn the delay head: on which frame of the frameskip to act (paper F). OpenAI Five's model never "
+        "learned it and acting at the start of the frameskip was better; off, every action has delay 0 and the "
+        "head is left out of the log-probability and the entropy.",
+    )
     aux_objectives: list[str] = param(
         factory=lambda: ["tower_t1", "tower_t2", "tower_t3", "tower_t4", "barracks", "ancient"],
         doc="Team objectives the auxiliary head predicts (one logit each: will this hero help destroy one soon); "

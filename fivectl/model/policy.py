@@ -96,6 +96,14 @@ def small_mlp(n_in: int, hidden: int, n_out: int) -> nn.Sequential:
     return nn.Sequential(nn.Linear(n_in, hidden), nn.ReLU(), nn.Linear(hidden, n_out))
 
 
+def offset_grid_side(n_offset: int) -> int:
+    """Side of the square offset grid (9 for the paper's 81 offsets)."""
+    side = math.isqrt(n_offset)
+    if side * side != n_offset:
+        raise BadInput(f"model.offset_xy needs a square offset grid; the schema has {n_offset} offsets")
+    return side
+
+
 class PolicyNet(nn.Module):
     """Policy, value and auxiliary heads over a schema; see the module docstring for the structure."""
 
@@ -113,13 +121,16 @@ class PolicyNet(nn.Module):
         self.lstm = nn.LSTM(cfg.fc_size, cfg.lstm_size)
         hidden, action = cfg.lstm_size, schema.action
         self.heads = nn.ModuleDict(
-            {
-                "primary": nn.Linear(hidden, action.n_primary),
-                "delay": nn.Linear(hidden, action.delays),
-                "offset": nn.Linear(hidden, action.n_offset),
-                "value": nn.Linear(hidden, 1),
-            }
+            {"primary": nn.Linear(hidden, action.n_primary), "value": nn.Linear(hidden, 1)}
         )
+        if cfg.learn_delay:
+            self.heads["delay"] = nn.Linear(hidden, action.delays)
+        if cfg.offset_xy:
+            side = offset_grid_side(action.n_offset)
+            self.heads["offset_x"] = nn.Linear(hidden, side)
+            self.heads["offset_y"] = nn.Linear(hidden, side)
+        else:
+            self.heads["offset"] = nn.Linear(hidden, action.n_offset)
         if self.n_targets:
             self.heads["target_query"] = nn.Linear(hidden, cfg.attention_size)
             self.heads["target_key"] = nn.Linear(cfg.unit_embed, cfg.attention_size)
@@ -172,6 +183,27 @@ class PolicyNet(nn.Module):
         scores = (scores + (query @ key.bias).unsqueeze(-1)) / math.sqrt(query.shape[-1])
         return masked_logits(scores, allowed)
 
+    def _offset_logits(self, h: torch.Tensor) -> torch.Tensor:
+        """[N, n_offset] logits over the grid, cell = y * side + x (the game's layout). With ``offset_xy`` they are
+        logit_y[y] + logit_x[x], whose softmax is exactly p(x) p(y): log-probability and entropy add up per axis."""
+        if not self.cfg.offset_xy:
+            return self.heads["offset"](h)
+        logit_x, logit_y = self.heads["offset_x"](h), self.heads["offset_y"](h)
+        return (logit_y.unsqueeze(-1) + logit_x.unsqueeze(-2)).flatten(-2)
+
+    def _delay(
+        self, h: torch.Tensor, actions: torch.Tensor | None, deterministic: bool
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """-> delay [N], its log-probability and entropy; without ``learn_delay`` every action acts at once."""
+        if not self.cfg.learn_delay:
+            delay = torch.zeros(h.shape[0], dtype=torch.long, device=h.device)
+            zero = torch.zeros(h.shape[0], dtype=h.dtype, device=h.device)
+            return (delay if actions is None else actions[:, DELAY]), zero, zero
+        delay_logits = self.heads["delay"](h)
+        delay = sample(delay_logits, deterministic) if actions is None else actions[:, DELAY]
+        lp_delay, ent_delay = log_prob_and_entropy(delay_logits, delay)
+        return delay, lp_delay, ent_delay
+
     def _policy(
         self,
         h: torch.Tensor,
@@ -188,17 +220,13 @@ class PolicyNet(nn.Module):
         n = h.shape[0]
         rows = torch.arange(n, device=h.device)
         primary_logits = masked_logits(self.heads["primary"](h), obs["action_mask"])
-        delay_logits = self.heads["delay"](h)
-        offset_logits = self.heads["offset"](h)
-        if actions is None:
-            primary = sample(primary_logits, deterministic)
-            delay = sample(delay_logits, deterministic)
-            offset = sample(offset_logits, deterministic)
-        else:
-            primary, delay, offset = actions[:, PRIMARY], actions[:, DELAY], actions[:, OFFSET]
+        offset_logits = self._offset_logits(h)
+        # Sampled in this order (primary, delay, offset) so a seed keeps giving the same actions.
+        primary = sample(primary_logits, deterministic) if actions is None else actions[:, PRIMARY]
+        delay, lp_delay, ent_delay = self._delay(h, actions, deterministic)
+        offset = sample(offset_logits, deterministic) if actions is None else actions[:, OFFSET]
         uses = obs["param_mask"][rows, primary]  # [N, 2]
         lp_primary, ent_primary = log_prob_and_entropy(primary_logits, primary)
-        lp_delay, ent_delay = log_prob_and_entropy(delay_logits, delay)
         lp_offset, ent_offset = log_prob_and_entropy(offset_logits, offset)
         uses_offset = uses[:, 1]
         zero = torch.zeros_like(lp_primary)

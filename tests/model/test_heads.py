@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from model_helpers import make_net, make_obs, sample_window
 
-from fivectl.model.policy import OFFSET, PRIMARY, TARGET
+from fivectl.model.policy import DELAY, OFFSET, PRIMARY, TARGET
 
 
 def window(schema, t=6, b=8, seed=0):
@@ -130,3 +130,34 @@ def test_deterministic_act_is_repeatable_and_valid(schema):
     assert greedy.actions.dtype == torch.int64 and greedy.actions.shape == (32, 4)
     assert torch.equal(net.act(obs, state, first, deterministic=True).actions, greedy.actions)
     assert obs["action_mask"][torch.arange(32), greedy.actions[:, PRIMARY]].all()
+
+
+def test_offset_xy_is_the_product_of_an_x_and_a_y_choice(schema):
+    net = make_net(schema, offset_xy=True)
+    assert "offset" not in net.heads and net.heads["offset_x"].out_features == 9
+    h = torch.randn(5, net.cfg.lstm_size)
+    logp = torch.log_softmax(net._offset_logits(h), dim=-1).view(5, 9, 9)  # [N, y, x]
+    logp_x = torch.log_softmax(net.heads["offset_x"](h), dim=-1)
+    logp_y = torch.log_softmax(net.heads["offset_y"](h), dim=-1)
+    torch.testing.assert_close(logp, logp_y[:, :, None] + logp_x[:, None, :])
+    # The game reads cell = y * 9 + x: a greedy offset is the greedy x and the greedy y.
+    greedy = net._offset_logits(h).argmax(-1)
+    assert torch.equal(greedy % 9, logp_x.argmax(-1)) and torch.equal(greedy // 9, logp_y.argmax(-1))
+
+    obs, first = window(schema, t=8, b=6)
+    first[4, 2] = True
+    actions, logprob = sample_window(net, obs, first)
+    torch.testing.assert_close(evaluate(net, obs, actions, first).logprob, logprob, atol=1e-5, rtol=1e-5)
+
+
+def test_without_learn_delay_every_action_is_immediate_and_delay_is_no_choice(schema):
+    net = make_net(schema, learn_delay=False)
+    assert "delay" not in net.heads
+    obs, first = window(schema)
+    actions, logprob = sample_window(net, obs, first)
+    assert (actions[..., DELAY] == 0).all()
+    ev = evaluate(net, obs, actions, first)
+    torch.testing.assert_close(ev.logprob, logprob, atol=1e-5, rtol=1e-5)
+    assert (ev.head_entropy["delay"] == 0).all()
+    ev.logprob.sum().backward()
+    assert all(p.grad is not None for p in net.heads["primary"].parameters())
