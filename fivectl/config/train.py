@@ -91,4 +91,12 @@ class TrainConfig:
     milestone_every: int = param(
         100, "Checkpoints at multiples of this version are kept forever; 0 = none.", ge=0
     )
+    slim_pool_checkpoints: bool = param(
+        True,
+        "Past versions kept only for the opponent pool keep only their model section (what opponents load), "
+        "about a third of a full checkpoint; the newest keep_last and the milestones stay whole.",
+    )
     rollout_save_every: int = param(50, "Keep one in this many fragments as Arrow rollouts; 0 = none.", ge=0)
+    rollout_keep_gb: float = param(
+        4.0, "Saved rollouts kept, in GB: the oldest files go first; 0 = keep every file.", ge=0
+    )

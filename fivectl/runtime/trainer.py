@@ -235,6 +235,8 @@ class Trainer:
         self.checkpoints.prune(
             self.train_cfg.keep_last, self.train_cfg.milestone_every, keep=self.pool.versions
         )
+        if self.train_cfg.slim_pool_checkpoints:
+            self.checkpoints.slim_old(self.train_cfg.keep_last, self.train_cfg.milestone_every)
         self.last_checkpoint = version
         self.run.update_meta(latest_version=version, samples=self.counters.samples)
         return version
@@ -344,7 +346,12 @@ class Trainer:
             if shared
             else SerialSource(self.recipe, self.schema, params, self.train_cfg.seed, run_dir=self.run.path)
         )
-        rollouts = RolloutWriter(self.run.rollouts_path, self.schema, prefix=f"v{self.counters.version:08d}")
+        rollouts = RolloutWriter(
+            self.run.rollouts_path,
+            self.schema,
+            prefix=f"v{self.counters.version:08d}",
+            keep_bytes=int(self.train_cfg.rollout_keep_gb * 1e9),
+        )
         self.evaluator = PeriodicEvaluator(
             self.run.path, self.recipe.eval.every_versions, self.recipe.eval.games
         )

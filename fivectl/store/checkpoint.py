@@ -17,6 +17,10 @@ set plus a complete new one. Each group carries a manifest (name, shape, dtype a
 plus the digest of the attributes) that ``load`` checks, so a truncated or corrupted version is detected and the
 previous good one is used with a :class:`CheckpointFallbackWarning`. Nothing is pickled: arrays plus JSON.
 
+Past versions kept only so that opponents can play them are *slimmed* (``slim``): their manifest is rewritten
+without the optimizer and the other training sections, then those files go. A slimmed version still loads its
+``model``; a full load of it (a resume) is refused or, for the newest-good search, skipped.
+
 Packing matters for speed: a model plus its Adam moments is a few hundred small arrays, and zarr spends its time
 per array (metadata, a file, a task), not per byte. Groups written before packing (format 1, one zarr array per
 name) still load.
@@ -102,6 +106,7 @@ class CheckpointStore:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        self._known_slim: set[int] = set()  # versions this object has slimmed or seen slimmed
 
     # -- listing ------------------------------------------------------------------------------------
     def versions(self) -> list[int]:
@@ -228,6 +233,8 @@ class CheckpointStore:
                 raise BadInput(f"{self.path}: no checkpoint version {version} (have: {have})")
             try:
                 return self._load_verified(version, wanted)
+            except SlimCheckpoint as e:
+                raise BadInput(f"{self.path}: checkpoint v{version} {e}") from None
             except CorruptCheckpoint as e:
                 raise FivectlError(f"{self.path}: checkpoint v{version} is corrupt: {e}") from None
         candidates = self.versions()
@@ -243,7 +250,7 @@ class CheckpointStore:
             if skipped:
                 bad = ", ".join(f"v{s} ({why})" for s, why in skipped)
                 warnings.warn(
-                    f"{self.path}: skipped unreadable checkpoint(s) {bad}; loaded v{v}",
+                    f"{self.path}: skipped checkpoint(s) {bad}; loaded v{v}",
                     CheckpointFallbackWarning,
                     stacklevel=2,
                 )
@@ -279,6 +286,14 @@ class CheckpointStore:
             and pointer.get("manifest_digest") != json_digest(meta["manifest"])
         ):
             raise CorruptCheckpoint("manifest does not match the pointer")
+        dropped = set(meta.get("dropped_sections", ()))
+        missing = dropped if sections is None else dropped & sections
+        if missing:
+            raise SlimCheckpoint(
+                f"keeps only its {', '.join(sorted(_sections_of(meta['manifest'])))} section "
+                f"(an opponent-pool member slimmed to what players load); "
+                f"{', '.join(sorted(missing))} were dropped"
+            )
         manifest = {
             key: want
             for key, want in meta["manifest"].items()
@@ -313,6 +328,51 @@ class CheckpointStore:
         for v in doomed:
             self._remove_dir(self._vdir(v))
         return doomed
+
+    def slim(self, version: int, keep_sections: Iterable[str] = ("model",)) -> bool:
+        """Drop every section of ``version`` but ``keep_sections``; returns whether files were removed.
+
+        The manifest is rewritten first (one atomic replace of the group's ``zarr.json``), then the dropped
+        sections' directories go: a kill in between leaves a version that loads its kept sections, plus files
+        that the next call removes. The pointer's version (the newest) is never slimmed: it is the resume point.
+        """
+        keep = set(keep_sections)
+        vdir = self._vdir(version)
+        pointer = self.pointer()
+        if pointer is not None and pointer.get("version") == version:
+            raise BadInput(f"{self.path}: v{version} is the latest checkpoint; it cannot be slimmed")
+        try:
+            meta_path = vdir / ROOT_META
+            group = json.loads(meta_path.read_text())
+            meta = group["attributes"][RESERVED_ATTR]
+            manifest = meta["manifest"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise FivectlError(f"{self.path}: checkpoint v{version} is unreadable: {e}") from None
+        drop = _sections_of(manifest) - keep
+        if drop:
+            meta["manifest"] = {k: w for k, w in manifest.items() if k.split("/", 1)[0] in keep}
+            meta["dropped_sections"] = sorted(set(meta.get("dropped_sections", ())) | drop)
+            write_json_atomic(meta_path, group)
+        leftovers = [vdir / s for s in meta.get("dropped_sections", ()) if (vdir / s).exists()]
+        for section_dir in leftovers:
+            self._remove_dir(section_dir)
+        self._known_slim.add(version)
+        return bool(leftovers)
+
+    def slim_old(
+        self, keep_last: int, milestone_every: int = 0, keep_sections: Iterable[str] = ("model",)
+    ) -> list[int]:
+        """Slim every version but the newest ``keep_last`` and the milestones (run after ``prune``, the versions
+        left outside the window are the opponent pool's). Returns the versions slimmed by this call."""
+        versions = self.versions()
+        full = set(versions[-keep_last:]) | set(self.milestones(milestone_every))
+        slimmed = []
+        for v in versions:
+            if v in full or v in self._known_slim:
+                continue
+            if self.slim(v, keep_sections):
+                slimmed.append(v)
+        return slimmed
 
     def discard_after(self, version: int) -> list[int]:
         """Delete versions newer than ``version`` (on resume from an older one after a fallback), so they are
@@ -360,7 +420,7 @@ class CheckpointStore:
         trash = self.path / STAGING_DIR / f"{target.name}.deleted.{secrets.token_hex(4)}"
         trash.parent.mkdir(parents=True, exist_ok=True)
         os.rename(target, trash)
-        fsync_dir(self.path)
+        fsync_dir(target.parent)
         shutil.rmtree(trash, ignore_errors=True)
 
     def _vdir(self, version: int) -> Path:
@@ -369,6 +429,14 @@ class CheckpointStore:
 
 class CorruptCheckpoint(Exception):
     """Internal: one version failed verification (``load`` falls back or turns it into a FivectlError)."""
+
+
+class SlimCheckpoint(CorruptCheckpoint):
+    """Internal: a slimmed version was asked for a section it dropped (``load`` falls back or says so)."""
+
+
+def _sections_of(manifest: dict[str, Any]) -> set[str]:
+    return {key.split("/", 1)[0] for key in manifest}
 
 
 def _is_milestone(version: int, milestone_every: int) -> bool:

@@ -46,6 +46,9 @@ class Fragment:
 class RolloutWriter:
     """Append fragments to ``dir/{prefix}-{seq:08d}.arrow``, rotating after ``max_bytes`` or ``max_fragments``.
 
+    With ``keep_bytes`` > 0, each rotation deletes the directory's oldest files (by name) until the published
+    ones fit in it: a weeks-long run keeps its recent rollouts instead of filling the disk.
+
     ``schema``: the ``ObsSchema`` the observations were encoded with (anything with ``version`` and
     ``to_json()``). Give each concurrent writer its own ``prefix``. Use as a context manager or call ``close()``.
     """
@@ -57,6 +60,7 @@ class RolloutWriter:
         prefix: str = "rollouts",
         max_bytes: int = 64 << 20,
         max_fragments: int = 1000,
+        keep_bytes: int = 0,
     ):
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", prefix):
             raise BadInput(f"rollout file prefix {prefix!r}: use letters, digits, '_', '.', '-'")
@@ -64,6 +68,7 @@ class RolloutWriter:
         self.prefix = prefix
         self.max_bytes = max_bytes
         self.max_fragments = max_fragments
+        self.keep_bytes = keep_bytes
         self.schema_version = int(schema.version)
         self.schema_json = schema.to_json()
         self._seq = _next_seq(self.dir, prefix)
@@ -132,6 +137,8 @@ class RolloutWriter:
         self.files.append(final)
         self._seq += 1
         self._writer = self._sink = self._tmp = None
+        if self.keep_bytes:
+            prune_rollouts(self.dir, self.keep_bytes)
 
 
 def fragment_to_batch(fragment: dict[str, np.ndarray]) -> pa.RecordBatch:
@@ -178,6 +185,24 @@ def rollout_files(dir: str | Path) -> list[Path]:
     if not d.is_dir():
         return []
     return sorted(p for p in d.iterdir() if p.name.endswith(SUFFIX) and not p.name.startswith("."))
+
+
+def prune_rollouts(dir: str | Path, keep_bytes: int) -> list[Path]:
+    """Delete the oldest published rollout files until the rest fit in ``keep_bytes``; the newest file always
+    stays. Each file goes whole (one unlink), so readers see complete files only. Returns the deleted paths."""
+    files = rollout_files(dir)
+    sizes = [p.stat().st_size for p in files]
+    total = sum(sizes)
+    removed = []
+    for path, size in zip(files[:-1], sizes[:-1], strict=True):
+        if total <= keep_bytes:
+            break
+        path.unlink(missing_ok=True)
+        total -= size
+        removed.append(path)
+    if removed:
+        fsync_dir(Path(dir))
+    return removed
 
 
 def remove_partial_rollouts(dir: str | Path) -> int:
@@ -232,6 +257,7 @@ __all__ = [
     "RolloutWriter",
     "batch_to_fragment",
     "fragment_to_batch",
+    "prune_rollouts",
     "read_rollout_file",
     "read_rollouts",
     "read_schema_json",

@@ -102,6 +102,14 @@ def test_opponent_pool_grows_is_kept_and_resumes(tiny_recipe, tmp_path):
     versions = pool["versions"]
     assert len(versions) >= 2 and all(v % 2 == 0 for v in versions)
     assert set(versions) <= set(store.versions())  # pool versions survive pruning (keep_last=1)
+    # ... as their model only (what opponents load); the latest and the milestones (v0) stay whole
+    slimmed = 0
+    for v in store.versions():
+        sections = {p.name for p in (run / "checkpoints.zarr" / f"v{v:08d}").iterdir() if p.is_dir()}
+        whole = v == store.latest() or v % 100 == 0
+        assert sections == ({"model", "optimizer", "reward_scaler", "rng"} if whole else {"model"}), v
+        slimmed += not whole
+    assert slimmed >= 1
     table = MetricsLog(run / "metrics").read()
     assert table.column("pool_size").to_pylist()[-1] == len(versions)
     # Some games were played against past versions: only the learner's side is trained on then.

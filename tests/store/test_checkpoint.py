@@ -241,6 +241,76 @@ def test_prune_keeps_last_k_and_milestones(tmp_path: Path) -> None:
     assert [i.milestone for i in store.info(milestone_every=40)] == [True]
 
 
+def section_dirs(store: CheckpointStore, version: int) -> set[str]:
+    vdir = store.path / ck.version_dirname(version)
+    return {p.name for p in vdir.iterdir() if p.is_dir()}
+
+
+def test_slim_keeps_the_model_loadable_and_refuses_a_full_load(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path / "c.zarr")
+    for v in (10, 20, 30):
+        save(store, v)
+    before = store.info()[0].bytes
+    assert store.slim(10) is True
+    assert section_dirs(store, 10) == {"model"}
+    assert store.info()[0].bytes < before
+    model = store.load(10, sections=("model",))
+    assert_same_section(model, 10, "model")
+    assert store.load_attrs(10)["iteration"] == 10
+    with pytest.raises(BadInput, match=r"v10 keeps only its model section.*counters, empty were dropped"):
+        store.load(10)
+    with pytest.raises(BadInput, match="counters"):
+        store.load(10, sections=("model", "counters"))
+    assert store.slim(10) is False  # already slim: nothing left to remove
+    with pytest.raises(BadInput, match="latest checkpoint"):
+        store.slim(30)
+
+
+def assert_same_section(ckpt: ck.Checkpoint, version: int, section: str) -> None:
+    for name, a in arrays_for(version)[section].items():
+        np.testing.assert_array_equal(ckpt.arrays[section][name], a)
+
+
+def test_the_newest_good_search_skips_slimmed_versions(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path / "c.zarr")
+    for v in (10, 20, 30):
+        save(store, v)
+    store.slim(20)
+    (store.path / "v00000030" / "model" / "__pack0" / "zarr.json").write_text("{")
+    with pytest.warns(CheckpointFallbackWarning, match="v20 .keeps only its model section"):
+        ckpt = store.load()
+    assert_is_version(ckpt, 10)
+
+
+def test_slim_old_spares_the_window_and_milestones_and_finishes_a_killed_slim(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path / "c.zarr")
+    for v in range(10, 90, 10):
+        save(store, v)
+    assert store.slim_old(keep_last=3, milestone_every=40) == [10, 20, 30, 50]
+    full = {"model", "counters", "empty"}
+    assert {v: section_dirs(store, v) == full for v in store.versions()} == {
+        10: False,
+        20: False,
+        30: False,
+        40: True,
+        50: False,
+        60: True,
+        70: True,
+        80: True,
+    }
+    assert store.slim_old(keep_last=3, milestone_every=40) == []
+    # A kill after the manifest was rewritten but before the files went: a fresh store object finishes it.
+    save(store, 90)
+    meta_path = store.path / "v00000060" / "zarr.json"
+    kept = (store.path / "v00000060" / "counters").rename(tmp_path / "counters-60")
+    CheckpointStore(store.path).slim(60)
+    kept.rename(store.path / "v00000060" / "counters")
+    assert "dropped_sections" in meta_path.read_text()
+    assert CheckpointStore(store.path).slim_old(keep_last=3, milestone_every=40) == [60]
+    assert section_dirs(store, 60) == {"model"}
+    assert_same_section(store.load(60, sections=("model",)), 60, "model")
+
+
 def test_bad_arguments_are_rejected(tmp_path: Path) -> None:
     store = CheckpointStore(tmp_path / "c.zarr")
     with pytest.raises(BadInput, match="NaN"):

@@ -13,6 +13,7 @@ from fivectl.errors import BadInput
 from fivectl.schema import load_schema
 from fivectl.store.rollouts import (
     RolloutWriter,
+    prune_rollouts,
     read_rollouts,
     read_schema_json,
     remove_partial_rollouts,
@@ -75,6 +76,24 @@ def test_rotation_by_size_and_a_new_file_per_layout(tmp_path: Path) -> None:
     with RolloutWriter(tmp_path, schema, prefix="worker1") as w2:  # numbering continues, nothing overwritten
         w2.write(fragment(2))
     assert rollout_files(tmp_path)[-1].name == "worker1-00000002.arrow"
+
+
+def test_keep_bytes_deletes_the_oldest_files_and_keeps_the_newest(tmp_path: Path) -> None:
+    schema = load_schema(1)
+    with RolloutWriter(tmp_path, schema, prefix="v00000010", max_fragments=1) as w:
+        for i in range(3):
+            w.write(fragment(i))
+    size = rollout_files(tmp_path)[0].stat().st_size
+    with RolloutWriter(tmp_path, schema, prefix="v00000020", max_fragments=1, keep_bytes=2 * size) as w:
+        for i in range(3, 6):
+            w.write(fragment(i))
+    assert [p.name for p in rollout_files(tmp_path)] == [
+        "v00000020-00000001.arrow",
+        "v00000020-00000002.arrow",
+    ]
+    assert [int(f.arrays["version"][0]) for f in read_rollouts(tmp_path)] == [4, 5]
+    assert prune_rollouts(tmp_path, keep_bytes=1) == [tmp_path / "v00000020-00000001.arrow"]
+    assert len(rollout_files(tmp_path)) == 1  # the newest file always stays
 
 
 def test_unfinished_file_of_a_crashed_writer_is_ignored(tmp_path: Path) -> None:
