@@ -148,7 +148,7 @@ def _metrics_table(last: dict) -> Table:
 
 def _checkpoints_table(checkpoints: list[dict]) -> Table:
     table = Table(title="checkpoints")
-    for col in ("version", "iteration", "samples", "size", "milestone"):
+    for col in ("version", "iteration", "samples", "size", "milestone", "kept"):
         table.add_column(col)
     for c in checkpoints:
         table.add_row(
@@ -157,5 +157,6 @@ def _checkpoints_table(checkpoints: list[dict]) -> Table:
             _fmt(c.get("samples")),
             _size(c["bytes"]),
             "yes" if c["milestone"] else "",
+            "model only" if c.get("model_only") else "whole",
         )
     return table

@@ -86,6 +86,7 @@ class CheckpointInfo:
     path: Path
     bytes: int
     milestone: bool
+    slim: bool = False  # only the model section is kept (an opponent-pool member, see ``slim``)
 
 
 def version_dirname(version: int) -> str:
@@ -135,13 +136,25 @@ class CheckpointStore:
         return data if isinstance(data, dict) else None
 
     def info(self, milestone_every: int = 0) -> list[CheckpointInfo]:
-        """Every published version with its size on disk and whether ``prune`` keeps it as a milestone."""
+        """Every published version with its size on disk, whether ``prune`` keeps it as a milestone and whether
+        it was slimmed."""
         return [
             CheckpointInfo(
-                v, self._vdir(v), _tree_bytes(self._vdir(v)), milestone=_is_milestone(v, milestone_every)
+                v,
+                self._vdir(v),
+                _tree_bytes(self._vdir(v)),
+                milestone=_is_milestone(v, milestone_every),
+                slim=self._is_slim(v),
             )
             for v in self.versions()
         ]
+
+    def _is_slim(self, version: int) -> bool:
+        try:
+            meta = _read_group_attrs(self._vdir(version)).get(RESERVED_ATTR, {})
+        except (OSError, ValueError):
+            return False
+        return bool(meta.get("dropped_sections")) if isinstance(meta, dict) else False
 
     # -- saving -------------------------------------------------------------------------------------
     def save(self, version: int, arrays: dict[str, dict[str, np.ndarray]], attrs: dict[str, Any]) -> Path:

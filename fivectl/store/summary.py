@@ -37,7 +37,13 @@ def run_summary(run: RunDir) -> dict[str, Any]:
     store = CheckpointStore(run.checkpoints_path)
     milestone_every = _milestone_every(run)
     checkpoints = [
-        {"version": i.version, "bytes": i.bytes, "milestone": i.milestone, **_ckpt_counters(store, i.version)}
+        {
+            "version": i.version,
+            "bytes": i.bytes,
+            "milestone": i.milestone,
+            "model_only": i.slim,
+            **_ckpt_counters(store, i.version),
+        }
         for i in store.info(milestone_every)
     ]
     table = MetricsLog(run.metrics_path).read()

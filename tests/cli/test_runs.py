@@ -65,6 +65,20 @@ def test_show_table(tmp_path: Path) -> None:
         assert text in result.stdout
 
 
+def test_show_tells_slimmed_pool_checkpoints_apart(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run", versions=())
+    store = CheckpointStore(run.checkpoints_path)
+    for v in (10, 20):
+        store.save(
+            v, {"model": {"w": np.ones(8, np.float32)}, "optimizer": {"m": np.ones(8)}}, {"iteration": v}
+        )
+    store.slim(10)
+    data = json.loads(runner.invoke(app, ["show", str(run.path), "--json"]).stdout)
+    assert [c["model_only"] for c in data["checkpoints"]] == [True, False]
+    table = runner.invoke(app, ["show", str(run.path)]).stdout
+    assert "model only" in table and "whole" in table
+
+
 def test_show_a_run_without_checkpoints_says_none(tmp_path: Path) -> None:
     run = make_run(tmp_path / "run", versions=(), iterations=0)
     result = runner.invoke(app, ["show", str(run.path)])

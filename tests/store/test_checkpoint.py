@@ -254,6 +254,7 @@ def test_slim_keeps_the_model_loadable_and_refuses_a_full_load(tmp_path: Path) -
     assert store.slim(10) is True
     assert section_dirs(store, 10) == {"model"}
     assert store.info()[0].bytes < before
+    assert [i.slim for i in store.info()] == [True, False, False]
     model = store.load(10, sections=("model",))
     assert_same_section(model, 10, "model")
     assert store.load_attrs(10)["iteration"] == 10
