@@ -94,7 +94,7 @@ class TrainConfig:
     slim_pool_checkpoints: bool = param(
         True,
         "Past versions kept only for the opponent pool keep only their model section (what opponents load), "
-        "about a third of a full checkpoint; the newest keep_last and the milestones stay whole.",
+        "about 40% of a full checkpoint; the newest keep_last and the milestones stay whole.",
     )
     rollout_save_every: int = param(50, "Keep one in this many fragments as Arrow rollouts; 0 = none.", ge=0)
     rollout_keep_gb: float = param(

@@ -55,6 +55,7 @@ from fivectl.store.checkpoint import (
     unflatten_state,
 )
 from fivectl.store.metrics import MetricsLog
+from fivectl.store.retention import PoolSlimmer
 from fivectl.store.rollouts import RolloutWriter, remove_partial_rollouts
 from fivectl.store.rundir import RunDir
 
@@ -156,6 +157,11 @@ class Trainer:
         self.n_workers = self.train_cfg.workers
         self.counters = Counters()
         self.checkpoints = CheckpointStore(run.checkpoints_path)
+        self.slimmer = (
+            PoolSlimmer(self.checkpoints, self.train_cfg.keep_last, self.train_cfg.milestone_every)
+            if self.train_cfg.slim_pool_checkpoints
+            else None
+        )
         self.metrics_log = MetricsLog(run.metrics_path, tensorboard_dir=run.logs_path / "tensorboard")
         # Rows not yet on disk. They are written before each checkpoint (so a checkpoint is never ahead of the
         # metrics) or after METRICS_FLUSH_S: one file per row cost the learner ~4% (a file and an fsync each).
@@ -235,8 +241,8 @@ class Trainer:
         self.checkpoints.prune(
             self.train_cfg.keep_last, self.train_cfg.milestone_every, keep=self.pool.versions
         )
-        if self.train_cfg.slim_pool_checkpoints:
-            self.checkpoints.slim_old(self.train_cfg.keep_last, self.train_cfg.milestone_every)
+        if self.slimmer is not None:
+            self.slimmer.kick()
         self.last_checkpoint = version
         self.run.update_meta(latest_version=version, samples=self.counters.samples)
         return version
@@ -391,6 +397,8 @@ class Trainer:
             for sig, handler in old_handlers.items():
                 signal.signal(sig, handler)
             source.close()
+            if self.slimmer is not None:
+                self.slimmer.close()
             self.evaluator.close(wait_s=120.0 if self.stop_reason != "interrupted" else 0.0)
             try:
                 rollouts.close()

@@ -22,10 +22,12 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_bytes_atomic(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never a part."""
+def write_bytes_atomic(path: str | Path, data: bytes, make_parent: bool = True) -> None:
+    """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never a part. With
+    ``make_parent=False`` a missing directory is a ``FileNotFoundError`` instead of being created."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if make_parent:
+        path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -42,9 +44,9 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
-def write_text_atomic(path: str | Path, text: str) -> None:
-    write_bytes_atomic(path, text.encode())
+def write_text_atomic(path: str | Path, text: str, make_parent: bool = True) -> None:
+    write_bytes_atomic(path, text.encode(), make_parent)
 
 
-def write_json_atomic(path: str | Path, obj: Any) -> None:
-    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+def write_json_atomic(path: str | Path, obj: Any, make_parent: bool = True) -> None:
+    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + "\n", make_parent)

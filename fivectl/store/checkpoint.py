@@ -359,16 +359,26 @@ class CheckpointStore:
             group = json.loads(meta_path.read_text())
             meta = group["attributes"][RESERVED_ATTR]
             manifest = meta["manifest"]
+        except FileNotFoundError:
+            return False  # pruned meanwhile (slimming runs beside the trainer's prune)
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise FivectlError(f"{self.path}: checkpoint v{version} is unreadable: {e}") from None
         drop = _sections_of(manifest) - keep
         if drop:
             meta["manifest"] = {k: w for k, w in manifest.items() if k.split("/", 1)[0] in keep}
             meta["dropped_sections"] = sorted(set(meta.get("dropped_sections", ())) | drop)
-            write_json_atomic(meta_path, group)
-        leftovers = [vdir / s for s in meta.get("dropped_sections", ()) if (vdir / s).exists()]
-        for section_dir in leftovers:
-            self._remove_dir(section_dir)
+        # a kill between the manifest and the files leaves the files: any later call removes them
+        leftovers = [vdir / s for s in meta.get("dropped_sections", ())]
+        try:
+            if drop:
+                write_json_atomic(meta_path, group, make_parent=False)  # never recreate a pruned version
+            leftovers = [d for d in leftovers if d.exists()]
+            for section_dir in leftovers:
+                self._remove_dir(section_dir)
+        except FileNotFoundError:
+            return False  # pruned meanwhile
+        except OSError as e:
+            raise RunFailed(f"cannot slim checkpoint v{version} in {self.path}: {e.strerror or e}") from e
         self._known_slim.add(version)
         return bool(leftovers)
 
