@@ -144,7 +144,10 @@ def _ckpt_counters(store: CheckpointStore, version: int) -> dict[str, Any]:
         attrs = store.load_attrs(version)
     except FivectlError:
         return {"readable": False}
-    return {k: attrs[k] for k in ("iteration", "samples") if isinstance(attrs.get(k), int | float)}
+    # the trainer keeps them under "counters"; other writers (tests, tools) at the top level
+    counters = attrs.get("counters") if isinstance(attrs.get("counters"), dict) else {}
+    found = {**counters, **attrs}
+    return {k: found[k] for k in ("iteration", "samples") if isinstance(found.get(k), int | float)}
 
 
 def _samples_fallback(run: RunDir, checkpoints: list[dict[str, Any]]) -> Any:

@@ -70,11 +70,14 @@ def test_show_tells_slimmed_pool_checkpoints_apart(tmp_path: Path) -> None:
     store = CheckpointStore(run.checkpoints_path)
     for v in (10, 20):
         store.save(
-            v, {"model": {"w": np.ones(8, np.float32)}, "optimizer": {"m": np.ones(8)}}, {"iteration": v}
+            v,
+            {"model": {"w": np.ones(8, np.float32)}, "optimizer": {"m": np.ones(8)}},
+            {"counters": {"iteration": v, "samples": 100 * v}},
         )
     store.slim(10)
     data = json.loads(runner.invoke(app, ["show", str(run.path), "--json"]).stdout)
     assert [c["model_only"] for c in data["checkpoints"]] == [True, False]
+    assert [(c["iteration"], c["samples"]) for c in data["checkpoints"]] == [(10, 1000), (20, 2000)]
     table = runner.invoke(app, ["show", str(run.path)]).stdout
     assert "model only" in table and "whole" in table
 
