@@ -48,6 +48,34 @@ def test_statistics_stay_float64_and_round_trip_through_state_dict():
     assert torch.equal(copy.mean, rms.mean) and torch.equal(copy.var, rms.var) and copy.count == rms.count
 
 
+def _reference(norm: RunningMeanStd, x: torch.Tensor) -> torch.Tensor:
+    std = torch.sqrt(norm.var + norm.eps)
+    out = ((x.double() - norm.mean) / std).clamp(-norm.clip, norm.clip).to(x.dtype)
+    return torch.where(norm.mask, out, x)
+
+
+def test_forward_follows_every_way_the_statistics_change():
+    """forward caches (mean, 1/std); an update, a state_dict load or a worker's in-place parameter copy must
+    all be seen by the next call."""
+    torch.manual_seed(0)
+    norm = RunningMeanStd(3, mask=torch.tensor([True, True, False]))
+    x = torch.randn(16, 3) * 4 + 2
+    torch.testing.assert_close(norm(x), _reference(norm, x))
+    norm.update(torch.randn(64, 3) * 3 + 1)
+    torch.testing.assert_close(norm(x), _reference(norm, x))
+
+    other = RunningMeanStd(3, mask=torch.tensor([True, True, False]))
+    other.update(torch.randn(64, 3) * 0.5 - 3)
+    norm.load_state_dict(other.state_dict())
+    torch.testing.assert_close(norm(x), _reference(other, x))
+
+    with torch.no_grad():  # how ParameterStore.read_into refreshes a worker's network
+        for name, t in norm.state_dict().items():
+            t.copy_(RunningMeanStd(3).state_dict()[name] if name != "mask" else t)
+    torch.testing.assert_close(norm(x), _reference(norm, x))
+    assert torch.equal(norm(x)[:, :2], x[:, :2].clamp(-5, 5))  # back to mean 0, var 1 (count 0 prior)
+
+
 def test_update_does_not_track_gradients_and_rejects_wrong_width():
     rms = RunningMeanStd(2)
     x = torch.randn(3, 2, requires_grad=True)

@@ -62,11 +62,35 @@ def test_every_gradient_entering_adam_is_within_k_sqrt_v_and_every_update_is_bou
         torch.testing.assert_close(entered[inside], g[inside])  # unclipped gradients pass unchanged
         torch.testing.assert_close(entered[~inside], g[~inside].sign() * bound[~inside])
         clipped_steps += int((~inside).any())
+        assert opt.last_clip_fraction == pytest.approx(float((~inside).sum()) / 16)
         # hence the step: |m^_t| <= max_s k sqrt(v^_s), so |delta theta| <= lr k max_s sqrt(v^_s) / (sqrt(v^_t) + eps)
         max_rms = torch.max(max_rms, rms)
         step = (param.detach() - before).abs()
         assert (step <= LR * K * max_rms / (rms + EPS) * (1 + 1e-9)).all()
     assert clipped_steps > 10  # the heavy tails really were clipped: the test is not vacuous
+
+
+def test_parameters_stepped_different_numbers_of_times_match_one_optimizer_each():
+    """One group steps every parameter with a gradient together; a parameter without a gradient is skipped and
+    keeps its own step count (its bias corrections), exactly as if it had an optimizer of its own."""
+    torch.manual_seed(3)
+    shapes = [(4, 3), (5,), (2, 2, 2)]
+    together = [torch.nn.Parameter(torch.randn(s, dtype=torch.float64)) for s in shapes]
+    alone = [torch.nn.Parameter(p.detach().clone()) for p in together]
+    opt = ClippedAdam(together, lr=LR, betas=(BETA1, BETA2), eps=EPS, clip_sigmas=K)
+    singles = [ClippedAdam([p], lr=LR, betas=(BETA1, BETA2), eps=EPS, clip_sigmas=K) for p in alone]
+    for t in range(40):
+        stepped = [i for i in range(len(shapes)) if not (i == 1 and t % 3 == 0)]
+        for i, (a, b) in enumerate(zip(together, alone, strict=True)):
+            g = torch.randn(shapes[i], dtype=torch.float64) * (20.0 if t % 7 == 0 else 1.0)
+            a.grad = g.clone() if i in stepped else None
+            b.grad = g.clone()
+        opt.step()
+        for i in stepped:
+            singles[i].step()
+    for a, b in zip(together, alone, strict=True):
+        torch.testing.assert_close(a, b)
+    assert opt.state[together[1]]["step"] == 40 - 14 and opt.state[together[0]]["step"] == 40
 
 
 def test_an_outlier_moves_parameters_much_less_than_with_adam():
