@@ -8,7 +8,7 @@ from model_helpers import make_net, make_obs, sample_window, schema_v1
 
 from fivectl.errors import BadInput
 from fivectl.model import cross_hero_pool, field_input_slices, run_lstm
-from fivectl.model.encoder import normalize_mask
+from fivectl.model.encoder import max_over_slots, normalize_mask
 from fivectl.model.layout import group_fc_columns
 
 
@@ -238,3 +238,22 @@ def test_unit_sets_run_only_observed_slots_but_equal_running_every_slot_then_mas
         for got, want in zip(packed_grads, (p.grad for p in mlp.parameters()), strict=True):
             assert torch.allclose(got, want, atol=1e-5)
         net.zero_grad()
+
+
+def test_slot_pooling_takes_the_max_and_its_gradient_equals_amaxs_without_positive_ties():
+    """The unit-set pool uses max(dim) when training (cheap backward) and amax without a gradient; both must
+    give amax's values, and the same gradient wherever the max is unique (zeros from the ReLU get none)."""
+    torch.manual_seed(0)
+    per_unit = torch.relu(torch.randn(6, 9, 5))  # zero ties, as after the unit MLP's ReLU
+    per_unit[0] = 0.0  # an empty unit set
+    with torch.no_grad():
+        assert torch.equal(max_over_slots(per_unit), per_unit.amax(dim=-2))
+    weights = torch.randn(6, 5)
+    grads = []
+    for pool in (max_over_slots, lambda x: x.amax(dim=-2)):
+        x = per_unit.clone().requires_grad_(True)
+        (pool(x) * weights).sum().backward()
+        grads.append(x.grad)
+    positive = per_unit > 0
+    assert torch.equal(grads[0][positive], grads[1][positive])
+    assert grads[0][positive].abs().sum() > 0  # the check is not vacuous
