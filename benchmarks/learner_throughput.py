@@ -1,7 +1,7 @@
 """Learner throughput: samples/s of forward + backward over batches of 16-step windows, on CPU, one thread.
 
 For each model (quickstart recipe; a mid-size 5v5 model with a 1024-unit LSTM) it times ``evaluate`` + a simple
-PPO-like loss + ``backward`` and, in the same run over the same batch shape, a bare ``torch.nn.LSTM`` of the same
+PPO-like loss + ``backward``, in float32 and under bfloat16 autocast (``train.precision``), and in the same run over the same batch shape, a bare ``torch.nn.LSTM`` of the same
 input and hidden size (forward + backward of ``out.sum()``): the ratio is the cost of everything around the LSTM
 (encoder, heads, masks). It also times the ways of resetting the LSTM state at game starts inside a window, and
 one forward/backward of the paper-scale network (4096-unit LSTM).
@@ -88,6 +88,12 @@ def measure_model(name: str, recipe: str, overrides: list[str], windows: int, re
     state0 = tuple(s.normal_() * 0.1 for s in net.initial_state(windows))
     adv, ret = torch.randn(WINDOW, windows), torch.randn(WINDOW, windows)
     ours = timed(lambda: learner_step(net, obs, actions, first, state0, adv, ret), repeats)
+
+    def bfloat16_step() -> None:  # train.precision = "bfloat16"
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            learner_step(net, obs, actions, first, state0, adv, ret)
+
+    ours_bf16 = timed(bfloat16_step, repeats)
     lstm = torch.nn.LSTM(cfg.model.fc_size, cfg.model.lstm_size)
     x = torch.randn(WINDOW, windows, cfg.model.fc_size)
     bare = timed(lambda: bare_lstm_step(lstm, x, state0), repeats)
@@ -102,6 +108,8 @@ def measure_model(name: str, recipe: str, overrides: list[str], windows: int, re
         "samples_per_batch": samples,
         "seconds_per_batch": ours,
         "samples_per_s": samples / ours,
+        "bfloat16_samples_per_s": samples / ours_bf16,
+        "bfloat16_speedup": ours / ours_bf16,
         "bare_lstm_samples_per_s": samples / bare,
         "overhead_ratio": ours / bare,
     }
@@ -194,7 +202,8 @@ def main() -> None:
     for m in models:
         print(
             f"{m['model']:>10}: {m['parameters']:>11,} params, {m['samples_per_s']:>9.0f} samples/s "
-            f"(bare LSTM {m['bare_lstm_samples_per_s']:.0f}/s, ratio {m['overhead_ratio']:.2f}x)"
+            f"(bare LSTM {m['bare_lstm_samples_per_s']:.0f}/s, ratio {m['overhead_ratio']:.2f}x); "
+            f"bfloat16 {m['bfloat16_samples_per_s']:.0f}/s ({m['bfloat16_speedup']:.2f}x)"
         )
     for k, v in result["lstm_resets"].items():
         if k.endswith("samples_per_s"):

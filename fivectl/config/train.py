@@ -13,6 +13,14 @@ class TrainConfig:
     device: str = param(
         "auto", "Learner device: auto (cuda when present), cpu or cuda.", choices=("auto", "cpu", "cuda")
     )
+    precision: str = param(
+        "float32",
+        "Arithmetic of the learner's forward and backward passes. bfloat16 runs matrix products, convolutions "
+        "and the LSTM in bfloat16 (torch.autocast) on CPUs with AMX or AVX512-BF16 and on recent GPUs; "
+        "log-probabilities, losses, gradients' accumulation in the optimizer and the parameters stay float32. "
+        "Rollout workers always act in float32.",
+        choices=("float32", "bfloat16"),
+    )
     workers: int = param(
         2, "Rollout worker processes; 0 runs everything in one process (serial debug mode).", ge=0
     )

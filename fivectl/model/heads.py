@@ -25,8 +25,9 @@ def sample(logits: torch.Tensor, deterministic: bool) -> torch.Tensor:
 
 
 def log_prob_and_entropy(logits: torch.Tensor, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """log softmax(logits)[index] and the entropy -sum p log p, per row (0 * masked log p is 0, not NaN)."""
-    logp = torch.log_softmax(logits, dim=-1)
+    """log softmax(logits)[index] and the entropy -sum p log p, per row (0 * masked log p is 0, not NaN).
+    Always in float32: bfloat16 logits (learner autocast) would round the PPO ratio to 3 significant digits."""
+    logp = torch.log_softmax(logits.float(), dim=-1)
     chosen = logp.gather(-1, index.unsqueeze(-1)).squeeze(-1)
     entropy = -(logp.exp() * logp).sum(dim=-1)
     return chosen, entropy

@@ -259,16 +259,18 @@ class PolicyNet(nn.Module):
             actions = torch.stack([primary, delay, target, offset], dim=-1)
         return actions, logprob, entropy, head_entropy
 
+    # Outputs that enter a loss are float32 even under the learner's bfloat16 autocast (a no-op otherwise).
+
     def _value(self, h: torch.Tensor) -> torch.Tensor:
-        return self.heads["value"](h).squeeze(-1)
+        return self.heads["value"](h).squeeze(-1).float()
 
     def _win_logit(self, h: torch.Tensor) -> torch.Tensor:
-        return self.aux["win"](scale_grad(h, self.cfg.win_prob_grad_weight)).squeeze(-1)
+        return self.aux["win"](scale_grad(h, self.cfg.win_prob_grad_weight)).squeeze(-1).float()
 
     def _aux(self, h: torch.Tensor) -> dict[str, torch.Tensor]:
         """Stop-gradient predictions (paper D): they train on their own and never move the trunk."""
         trunk = h.detach()
-        return {name: head(trunk) for name, head in self.aux.items() if name != "win"}
+        return {name: head(trunk).float() for name, head in self.aux.items() if name != "win"}
 
     def _aux_probabilities(self, h: torch.Tensor) -> dict[str, torch.Tensor]:
         logits = self._aux(h)

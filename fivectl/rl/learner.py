@@ -304,7 +304,11 @@ class PPOLearner:
 
     def gradient_step(self, mb: Windows, entropy_coef: float) -> dict[str, float]:
         """One optimizer step on a minibatch of windows (truncated BPTT from the stored states)."""
-        evaluation = self.model.evaluate(mb.obs, mb.actions, mb.states, mb.first)
+        # The model returns float32 log-probabilities, values and logits under bfloat16 autocast too (policy.py).
+        with torch.autocast(
+            self.device.type, dtype=torch.bfloat16, enabled=self.train.precision == "bfloat16"
+        ):
+            evaluation = self.model.evaluate(mb.obs, mb.actions, mb.states, mb.first)
         logprob, entropy, value, win_logit, _ = _unpack(evaluation)
 
         advantages = mb.advantages

@@ -138,6 +138,23 @@ def test_tiny_model_overfits_a_fixed_batch_of_fragments():
     assert model.norm.count.item() == 31 * STEPS * 8  # normalizers updated once per iteration
 
 
+def test_bfloat16_precision_runs_the_model_in_bfloat16_and_still_overfits():
+    model = TinyPolicy(seed=1)
+    batch = rollout(model, columns=8, seed=1)
+    train = TrainConfig(bptt=WINDOW, epochs=4, minibatches=2, precision="bfloat16")
+    learner = PPOLearner(model, train, generator=torch.Generator().manual_seed(0))
+    seen = []
+    model.encoder.register_forward_hook(lambda m, i, out: seen.append(out.dtype))
+    first = learner.train_iteration(batch, hyper(lr=2e-2))
+    assert set(seen) == {torch.bfloat16}
+    for _ in range(30):
+        last = learner.train_iteration(batch, hyper(lr=2e-2))
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    # the float32 test's factors (above)
+    assert last["value_loss"] < first["value_loss"] / 10
+    assert last["policy_loss"] < first["policy_loss"] - 0.1
+
+
 def test_minibatches_keep_teammates_together():
     seen = []
 
