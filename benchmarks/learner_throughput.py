@@ -1,9 +1,9 @@
 """Learner throughput: samples/s of forward + backward over batches of 16-step windows, on CPU, one thread.
 
 For each model (quickstart recipe; a mid-size 5v5 model with a 1024-unit LSTM) it times ``evaluate`` + a simple
-PPO-like loss + ``backward``, in float32 and under bfloat16 autocast (``train.precision``), and in the same run over the same batch shape, a bare ``torch.nn.LSTM`` of the same
-input and hidden size (forward + backward of ``out.sum()``): the ratio is the cost of everything around the LSTM
-(encoder, heads, masks). It also times the ways of resetting the LSTM state at game starts inside a window, and
+PPO-like loss + ``backward``, in float32 and under bfloat16 autocast (``train.precision``). In the same run over
+the same batch shape it times a bare ``torch.nn.LSTM`` of the same input and hidden size (forward + backward of
+``out.sum()``): the ratio is the cost of everything around the LSTM (encoder, heads, masks). It also times the ways of resetting the LSTM state at game starts inside a window, and
 one forward/backward of the paper-scale network (4096-unit LSTM).
 
     .venv/bin/python benchmarks/learner_throughput.py --json
