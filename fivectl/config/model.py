@@ -40,6 +40,15 @@ class ModelConfig:
         "learned it and acting at the start of the frameskip was better; off, every action has delay 0 and the "
         "head is left out of the log-probability and the entropy.",
     )
+    decide_every: int = param(
+        1,
+        "The policy decides every this many decision steps (frameskips) and holds in between: its heroes keep "
+        "their current order (move, attack) and nothing is sampled or trained on for those steps. 2 halves the "
+        "network's work per game second and doubles the game time each sample and each LSTM step covers (the "
+        "discount follows: gamma from game seconds per decision). Scripted bots still act every frameskip.",
+        ge=1,
+        le=8,
+    )
     aux_objectives: list[str] = param(
         factory=lambda: ["tower_t1", "tower_t2", "tower_t3", "tower_t4", "barracks", "ancient"],
         doc="Team objectives the auxiliary head predicts (one logit each: will this hero help destroy one soon); "

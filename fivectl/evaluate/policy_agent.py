@@ -13,6 +13,7 @@ from fivectl.errors import BadInput
 from fivectl.evaluate.agents import register_agent_kind, select_team
 from fivectl.model import PolicyNet
 from fivectl.schema import ObsSchema
+from fivectl.sim.core import ACT_HOLD as HOLD
 from fivectl.store.checkpoint import CheckpointStore
 from fivectl.store.rundir import RunDir
 
@@ -67,21 +68,43 @@ class PolicyAgent:
         self.team_size = int(attrs["team_size"])
         self.deterministic = deterministic
         self.state = None
+        self.since_decision = np.zeros(0, dtype=np.int64)
 
     def reset(self, num_games: int, seed: int | None = None) -> None:
         self.state = self.net.initial_state(num_games * self.team_size)
+        self.since_decision = np.zeros(num_games, dtype=np.int64)
         if seed is not None:
             torch.manual_seed(seed)
+
+    @property
+    def decide_every(self) -> int:
+        return self.net.cfg.decide_every
 
     def act(self, env: Any, obs: dict[str, np.ndarray], team: np.ndarray, first: np.ndarray) -> np.ndarray:
         return self.act_rows(env, obs, team, first, np.arange(len(team)))
 
-    @torch.inference_mode()
     def act_rows(
         self, env: Any, obs: dict[str, np.ndarray], team: np.ndarray, first: np.ndarray, rows: np.ndarray
     ) -> np.ndarray:
-        """Actions of games ``rows`` only (one forward pass over just them); the LSTM state of the other games
-        is kept for when they play again."""
+        """Actions of games ``rows`` only; the LSTM state of the other games is kept for when they play again.
+
+        With ``model.decide_every`` = n the policy decides at a game's start and every n steps after, as in
+        training, and holds its orders (``HOLD``) in between.
+        """
+        rows = np.asarray(rows)
+        started = np.asarray(first, dtype=bool)[rows]
+        since = np.where(started, 0, self.since_decision[rows])
+        self.since_decision[rows] = since + 1
+        deciding = since % self.decide_every == 0
+        actions = np.zeros((len(rows), self.team_size, 4), dtype=np.int32)
+        actions[..., 0] = HOLD
+        if deciding.any():
+            actions[deciding] = self.decide(obs, team, first, rows[deciding])
+        return actions
+
+    @torch.inference_mode()
+    def decide(self, obs: dict[str, np.ndarray], team: np.ndarray, first: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """One forward pass over games ``rows``: their heroes' actions [len(rows), k, 4]."""
         k = self.team_size
         mine = select_team({key: v[rows] for key, v in obs.items()}, team[rows], k)  # [R, k, ...]
         games = len(rows)

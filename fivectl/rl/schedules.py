@@ -40,8 +40,8 @@ def schedule_value(schedule: Schedule, progress: Progress) -> float:
 
 
 def step_seconds(recipe: Recipe) -> float:
-    """Game seconds per decision: frameskip / fps (paper: 4 / 30 = 0.133 s)."""
-    return recipe.game.frameskip / recipe.game.fps
+    """Game seconds per decision: frameskip / fps (paper: 4 / 30 = 0.133 s), times ``model.decide_every``."""
+    return recipe.model.decide_every * recipe.game.frameskip / recipe.game.fps
 
 
 def hyperparameters_at(recipe: Recipe, progress: Progress, warmup_end_version: int = 0) -> Hyperparameters:

@@ -25,6 +25,7 @@ from fivectl.runtime.params import ParameterStore
 from fivectl.runtime.stagger import stagger_game_starts
 from fivectl.schema import ObsSchema
 from fivectl.sim import MobaEnv
+from fivectl.sim.env import HOLD
 from fivectl.sim.objectives import ObjectiveTracker, hero_networth
 
 # Per-worker control columns in shared memory.
@@ -56,6 +57,24 @@ def warm_up_game(recipe: Recipe, schema: ObsSchema) -> None:
 def worker_seed(base_seed: int, worker_id: int, generation: int, version: int) -> int:
     """Distinct, reproducible game seeds per worker, per replacement and per resume point."""
     return int(np.random.SeedSequence([base_seed, worker_id, generation, version]).generate_state(1)[0])
+
+
+@dataclass
+class DecisionStep:
+    """What the game returned over one decision (``model.decide_every`` env steps), summed or taken at the end.
+
+    A game that ends before the last env step of a decision is reset by the env and plays on with held orders;
+    what its next game earns in those steps is left out (it belongs to no sample: the next sample starts there).
+    """
+
+    obs: dict[str, np.ndarray]
+    rewards: np.ndarray  # [G, 2k] shaped rewards
+    components: np.ndarray  # [G, 2k, C] raw reward components
+    done: np.ndarray  # [G] a game ended during the decision
+    winner: np.ndarray  # [G] int8, -1 unless it ended with a winner
+    game_seconds: np.ndarray  # [G] the ended game's length
+    invalid: np.ndarray  # [G, 2k]
+    events: np.ndarray | None  # [G, 2k, n_objectives] or None
 
 
 @dataclass
@@ -131,8 +150,6 @@ class RolloutWorker:
                 views[f"obs.{key}"][t] = value
             views["first"][t] = self.first.numpy()
             views["networth"][t] = hero_networth(self.env.state).reshape(-1)
-            if self.objectives is not None:
-                self.objectives.before_step()
             # Opponents change only between games (paper N): draw them for the games starting now.
             self.opponents.assign(self.needs_opponent, self.pool)
             obs_t = {key: torch.from_numpy(value) for key, value in self.obs.items()}
@@ -141,40 +158,36 @@ class RolloutWorker:
             self.opponents.act_bots(self.env, self.raw_obs, out.actions)
             actions = out.actions.numpy().astype(np.int32)
             toc = time.perf_counter()
-            obs, components, done, info = self.env.step(actions.reshape(G, 2 * k, 4))
-            rewards = shape_rewards(components, self.recipe.reward, info["game_time"], k, self.team_spirit)
+            step = self.decide(actions.reshape(G, 2 * k, 4))
             tac = time.perf_counter()
             t_infer += toc - tic
             t_sim += tac - toc
 
+            done = step.done
             done_agents = np.repeat(done, 2 * k)
-            winner = np.asarray(info["winner"]).astype(np.int8)
             views["actions"][t] = actions
             views["logprob"][t] = out.logprob.numpy()
             views["value"][t] = out.value.numpy()
             views["win_prob"][t] = out.win_prob.numpy()
-            views["reward"][t] = rewards.reshape(-1)
-            views["components"][t] = components.reshape(self.agents, -1)
+            views["reward"][t] = step.rewards.reshape(-1)
+            views["components"][t] = step.components.reshape(self.agents, -1)
             views["done"][t] = done_agents
-            views["outcome"][t] = outcome_of(winner, done, k)
+            views["outcome"][t] = outcome_of(step.winner, done, k)
             views["train"][t] = self.opponents.train_mask()
             views["opponent"][t] = self.opponents.opponent
             views["learner_side"][t] = self.opponents.learner_side
             # A game the policy took over midway (stagger.py) ends as usual, but is no result of the policy's.
             counted = done & ~self.joined_midway
             self.joined_midway &= ~done
-            views["winner"][t] = np.where(counted, winner, -1)
-            views["game_seconds"][t] = np.where(
-                counted, np.asarray(info.get("episode_seconds", info["game_time"])), 0.0
-            )
-            views["invalid_actions"][t] = np.asarray(info["invalid_actions"]).reshape(G, -1).sum(axis=1)
-            if self.objectives is not None:
-                events = self.objectives.events(done, winner, info["game_time"])
-                views["objective_events"][t] = events.reshape(self.agents, -1)
+            views["winner"][t] = np.where(counted, step.winner, -1)
+            views["game_seconds"][t] = np.where(counted, step.game_seconds, 0.0)
+            views["invalid_actions"][t] = step.invalid.sum(axis=1)
+            if step.events is not None:
+                views["objective_events"][t] = step.events.reshape(self.agents, -1)
             finished += int(done.sum())
 
-            self.raw_obs = obs
-            self.obs = self._flat(obs)
+            self.raw_obs = step.obs
+            self.obs = self._flat(step.obs)
             self.state = out.state
             self.first = torch.from_numpy(done_agents.copy())
             self.needs_opponent = done
@@ -195,6 +208,44 @@ class RolloutWorker:
             ctrl_row[CTRL_SIM_S] += t_sim
             ctrl_row[CTRL_INFER_S] += t_infer
         return FragmentStats(T, finished, t_sim, t_infer)
+
+    def decide(self, actions: np.ndarray) -> DecisionStep:
+        """Play one decision, ``actions`` [G, 2k, 4], for ``model.decide_every`` env steps: the policies' heroes
+        hold their orders after the first (``HOLD``), the scripted bots act on every one."""
+        G, k = self.games, self.team_size
+        step: DecisionStep | None = None
+        for sub in range(self.recipe.model.decide_every):
+            if sub > 0:
+                actions = np.zeros((G, 2 * k, 4), dtype=np.int32)
+                actions[..., 0] = HOLD
+                held = torch.from_numpy(actions.reshape(G * 2 * k, 4))
+                self.opponents.act_bots(self.env, self.raw_obs, held)
+            if self.objectives is not None:
+                self.objectives.before_step()
+            obs, components, done, info = self.env.step(actions)
+            rewards = shape_rewards(components, self.recipe.reward, info["game_time"], k, self.team_spirit)
+            winner = np.asarray(info["winner"]).astype(np.int8)
+            seconds = np.asarray(info.get("episode_seconds", info["game_time"]), dtype=np.float64)
+            invalid = np.asarray(info["invalid_actions"]).reshape(G, 2 * k)
+            events = None
+            if self.objectives is not None:
+                events = self.objectives.events(done, winner, info["game_time"]).reshape(G, 2 * k, -1)
+            self.raw_obs = obs
+            if step is None:
+                step = DecisionStep(obs, rewards, components, done, winner, seconds, invalid, events)
+                continue
+            playing = ~step.done  # games that ended earlier in this decision are done with this sample
+            step.obs = obs
+            step.rewards = step.rewards + np.where(playing[:, None], rewards, 0.0).astype(np.float32)
+            step.components = step.components + np.where(playing[:, None, None], components, 0.0)
+            step.winner = np.where(playing & done, winner, step.winner)
+            step.game_seconds = np.where(playing & done, seconds, step.game_seconds)
+            step.invalid = step.invalid + np.where(playing[:, None], invalid, 0)
+            if events is not None:
+                step.events |= events & playing[:, None, None]
+            step.done = step.done | done
+        assert step is not None
+        return step
 
 
 def outcome_of(winner: np.ndarray, done: np.ndarray, team_size: int) -> np.ndarray:

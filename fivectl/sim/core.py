@@ -16,6 +16,9 @@ from fivectl.sim import state as ST
 
 # Internal action kinds (the schema's primary names map onto these in env.py).
 ACT_NOOP, ACT_MOVE, ACT_ATTACK, ACT_ABILITY, ACT_ITEM, ACT_BUYBACK = 0, 1, 2, 3, 4, 5
+# A primary action of -1 is no decision at all (an agent that decides only every few steps, model.decide_every):
+# the hero keeps its current order, the previous-action observation is kept, and nothing counts as invalid.
+ACT_HOLD = -1
 TT_NONE, TT_POINT, TT_UNIT, TT_UNIT_OFFSET = 0, 1, 2, 3
 R_NONE, R_ATTACK, R_ENEMY_SPELL, R_ALLY_HERO = 0, 1, 2, 3
 
@@ -1253,6 +1256,8 @@ def step_game(S, L, P, g, actions, act_kind, act_slot, amask, tmask, rew, invali
     for h in range(H):
         pend[h] = False
         p = actions[h, 0]
+        if p == ACT_HOLD:
+            continue  # no decision this step: the hero keeps its order, and its previous action stays
         d = actions[h, 1]
         ts = actions[h, 2]
         off = actions[h, 3]

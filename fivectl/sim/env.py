@@ -6,6 +6,8 @@ obs = env.reset()                          # key -> [G, A, *shape] (schema.array
 obs, rewards, done, info = env.step(actions)   # actions int32 [G, A, 4]: primary, delay, target slot, offset
 ```
 
+A primary of ``HOLD`` (-1) is no decision: the hero keeps its current order (agents that decide every few steps).
+
 Agents are ordered team 0 then team 1 (``agents_per_game = 2 * team_size``). With a schema whose ``frame`` is
 ``team``, team 1's observations and action offsets are in the reflected map (``schema/frame.py``). A finished game is reset
 automatically: ``done[g]`` is True, ``obs`` holds the first observation of the next game, and ``info`` holds the
@@ -44,6 +46,8 @@ PRIMARY_ACTIONS = {
     "buyback": (C.ACT_BUYBACK, 0),
 }
 STAT_NAMES = C.STAT_NAMES
+# ``actions[..., 0] = HOLD``: the hero makes no decision this step (keeps its order and its previous action).
+HOLD = C.ACT_HOLD
 assert len(REWARD_COMPONENTS) == C.N_COMPONENTS
 
 

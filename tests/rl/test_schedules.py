@@ -45,5 +45,7 @@ def test_learning_rate_is_zero_during_the_warm_period_after_surgery():
 
 def test_step_seconds_and_unknown_unit():
     assert step_seconds(recipe()) == pytest.approx(0.1333, abs=1e-4)
+    every_other = recipe_from_dict({"game": {"fps": 30, "frameskip": 4}, "model": {"decide_every": 2}})
+    assert step_seconds(every_other) == pytest.approx(0.2667, abs=1e-4)  # the discount counts game seconds
     with pytest.raises(BadInput):
         schedule_value(Schedule(points=[[0.0, 1.0]], unit="hours"), Progress())

@@ -6,6 +6,7 @@ from fivectl.errors import BadInput
 from fivectl.sim import COMPONENT_INDEX, MobaEnv, sample_valid_actions
 from fivectl.sim import data as D
 from fivectl.sim.core import health_f
+from fivectl.sim.env import HOLD
 from tests.sim.conftest import enemy_creep, make_env, noop, place, slot_of
 
 P = {"noop": 0, "move": 1, "attack": 2, "buyback": 10}
@@ -57,6 +58,29 @@ def test_masked_and_malformed_actions_are_counted_noops(schema):
     act[0, 1] = (P["move"], 7, 0, 40)  # delay out of range
     _, _, _, info = env.step(act)
     assert info["invalid_actions"][0].tolist() == [1, 1]
+
+
+def test_hold_keeps_the_order_and_the_previous_action_and_is_not_invalid(schema):
+    env = make_env(schema)
+    place(env, 0, 6000, 6000)
+    env.observe()
+    act = noop(env)
+    act[0, 0] = (P["move"], 0, 0, 80)  # the far corner of the offset grid
+    env.step(act)
+    x0, prev = float(env.state.x[0, 0]), env.state.prev_action[0, 0].tolist()
+    assert env.state.ord_type[0, 0] == 1 and prev[0] == P["move"]
+    act[0, 0] = (HOLD, 0, 0, 0)
+    act[0, 1] = (HOLD, 99, 99, 99)  # nothing else of a held action is read
+    for _ in range(3):
+        _, _, _, info = env.step(act)
+        assert info["invalid_actions"][0].tolist() == [0, 0]
+    assert env.state.ord_type[0, 0] == 1 and env.state.prev_action[0, 0].tolist() == prev
+    per_step = x0 - 6000
+    assert per_step > 0
+    assert float(env.state.x[0, 0]) - x0 > 2.5 * per_step  # still walking to the ordered point
+    act[0, 0] = noop(env)[0, 0]
+    env.step(act)
+    assert env.state.prev_action[0, 0].tolist() == [0, 0, 0, 0]  # a noop is a decision
 
 
 def test_dead_hero_can_only_noop_or_buy_back(schema):

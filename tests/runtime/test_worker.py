@@ -1,0 +1,81 @@
+"""A rollout worker whose policy decides every few steps (``model.decide_every``): one sample per decision, the
+game time and rewards of every env step in between."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fivectl.config import load_recipe
+from fivectl.model import PolicyNet
+from fivectl.runtime.buffers import FragmentSlots, recipe_fragment_specs
+from fivectl.runtime.params import ParameterStore
+from fivectl.runtime.worker import RolloutWorker
+from fivectl.schema import load_schema
+from fivectl.sim import COMPONENT_INDEX
+from fivectl.sim.env import HOLD
+
+QUICKSTART = "recipes/quickstart.toml"
+STEPS = 48  # decisions per fragment (a multiple of train.bptt)
+GAME_STEPS = 30  # env steps (of 4 frames at 30 fps) in a 4-second game
+
+
+def make_worker(decide_every: int, bot_fraction: float = 0.0):
+    recipe = load_recipe(
+        QUICKSTART,
+        [
+            "game.time_limit_s=4",
+            "train.games_per_worker=4",
+            "train.game_phases=1",
+            f"train.fragment_length={STEPS}",
+            f"selfplay.bot_fraction={bot_fraction}",
+            f"model.decide_every={decide_every}",
+        ],
+    )
+    schema = load_schema(recipe.model.schema_version)
+    net = PolicyNet(schema, recipe.model, recipe.game.team_size)
+    params = ParameterStore.for_model(net, shared=False)
+    params.publish(net, 0, team_spirit=0.0, bot_fraction=bot_fraction)
+    worker = RolloutWorker(recipe, schema, params, seed=3)
+    views = FragmentSlots(recipe_fragment_specs(recipe, schema), 1, shared=False).slots[0]
+    return worker, views
+
+
+@pytest.mark.parametrize("decide_every", [1, 2])
+def test_a_sample_covers_decide_every_env_steps(decide_every):
+    worker, views = make_worker(decide_every)
+    worker.fill(views)
+    per_game = GAME_STEPS // decide_every  # decisions in a game
+    done = views["done"].reshape(STEPS, 4, 2)[:, :, 0]
+    ends = [t for t in range(STEPS) if (t + 1) % per_game == 0]
+    assert all(np.flatnonzero(done[:, g]).tolist() == ends for g in range(4))
+    assert views["game_seconds"][ends] == pytest.approx(np.full((len(ends), 4), 4.0), abs=1e-3)
+    win = views["components"].reshape(STEPS, 8, -1)[..., COMPONENT_INDEX["win"]]
+    assert np.abs(win[~done.repeat(2, axis=1)]).sum() == 0  # the win/loss lands on the game's last sample
+    # every held env step runs the clock: the games now running are (STEPS - last end) decisions old
+    assert worker.env.state.tick.tolist() == [(STEPS - 1 - ends[-1]) * decide_every * 4] * 4
+
+
+def test_held_steps_add_their_rewards_and_the_bots_act_on_every_env_step():
+    worker, views = make_worker(2, bot_fraction=1.0)
+    bot_calls, env_steps = [], []
+    act_bots, env_step = worker.opponents.act_bots, worker.env.step
+    # the policy's side of each game (1v1: team 0 or 1), drawn anew for every game
+    worker.opponents.act_bots = lambda *args: bot_calls.append(worker.opponents.learner_side.copy()) or act_bots(*args)
+
+    def recording_step(actions):
+        result = env_step(actions)
+        env_steps.append((actions.copy(), result[1].copy(), result[2].copy()))
+        return result
+
+    worker.env.step = recording_step
+    worker.fill(views)
+    assert (worker.opponents.opponent < -1).all()  # every game against a scripted bot
+    assert len(bot_calls) == len(env_steps) == 2 * STEPS
+    for t in range(STEPS):
+        learner_rows = bot_calls[2 * t + 1]
+        (decision, first_rewards, ended), (held, second_rewards, _) = env_steps[2 * t], env_steps[2 * t + 1]
+        assert (held[np.arange(4), learner_rows, 0] == HOLD).all()  # the policy holds on the second step
+        assert (held[np.arange(4), 1 - learner_rows, 0] != HOLD).all()  # the bot still acts
+        expected = first_rewards + np.where(ended[:, None, None], 0.0, second_rewards)
+        np.testing.assert_allclose(views["components"][t].reshape(4, 2, -1), expected, atol=1e-6)
