@@ -75,7 +75,8 @@ def test_held_steps_add_their_rewards_and_the_bots_act_on_every_env_step():
     for t in range(STEPS):
         learner_rows = bot_calls[2 * t + 1]
         (decision, first_rewards, ended), (held, second_rewards, _) = env_steps[2 * t], env_steps[2 * t + 1]
-        assert (held[np.arange(4), learner_rows, 0] == HOLD).all()  # the policy holds on the second step
+        assert (decision[np.arange(4), bot_calls[2 * t], 0] != HOLD).all()  # the policy decides on the first
+        assert (held[np.arange(4), learner_rows, 0] == HOLD).all()  # and holds on the second
         assert (held[np.arange(4), 1 - learner_rows, 0] != HOLD).all()  # the bot still acts
         expected = first_rewards + np.where(ended[:, None, None], 0.0, second_rewards)
         np.testing.assert_allclose(views["components"][t].reshape(4, 2, -1), expected, atol=1e-6)
