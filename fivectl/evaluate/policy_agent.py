@@ -13,7 +13,7 @@ from fivectl.errors import BadInput
 from fivectl.evaluate.agents import register_agent_kind, select_team
 from fivectl.model import PolicyNet
 from fivectl.schema import ObsSchema
-from fivectl.sim.core import ACT_HOLD as HOLD
+from fivectl.sim.env import HOLD
 from fivectl.store.checkpoint import CheckpointStore
 from fivectl.store.rundir import RunDir
 

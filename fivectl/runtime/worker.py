@@ -186,8 +186,7 @@ class RolloutWorker:
                 views["objective_events"][t] = step.events.reshape(self.agents, -1)
             finished += int(done.sum())
 
-            self.raw_obs = step.obs
-            self.obs = self._flat(step.obs)
+            self.obs = self._flat(step.obs)  # decide() has moved self.raw_obs on
             self.state = out.state
             self.first = torch.from_numpy(done_agents.copy())
             self.needs_opponent = done
@@ -211,7 +210,8 @@ class RolloutWorker:
 
     def decide(self, actions: np.ndarray) -> DecisionStep:
         """Play one decision, ``actions`` [G, 2k, 4], for ``model.decide_every`` env steps: the policies' heroes
-        hold their orders after the first (``HOLD``), the scripted bots act on every one."""
+        hold their orders after the first (``HOLD``), the scripted bots act on every one. Leaves ``self.raw_obs``
+        at the last env step's observation (the bots read it)."""
         G, k = self.games, self.team_size
         step: DecisionStep | None = None
         for sub in range(self.recipe.model.decide_every):
