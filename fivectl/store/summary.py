@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from fivectl.errors import BadInput, FivectlError
@@ -62,9 +63,34 @@ def run_summary(run: RunDir) -> dict[str, Any]:
     if summary["samples"] is None:
         summary["samples"] = _samples_fallback(run, checkpoints)
     summary["latest_metrics"] = last
+    summary["checkpoint_summary"] = summarize_checkpoints(checkpoints)
     summary["checkpoints"] = checkpoints
     summary["lineage"] = run.meta.get("lineage", [])
     return summary
+
+
+def summarize_checkpoints(checkpoints: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The checkpoint list in a few figures (a 30-minute run keeps ~200 versions): how many, first and last,
+    the spacing between neighbours (min, median, max), the milestones, how many are model-only (opponent-pool
+    members), unreadable, and their size. None when there is no checkpoint."""
+    if not checkpoints:
+        return None
+    versions = np.array([c["version"] for c in checkpoints], dtype=np.int64)
+    gaps = np.diff(versions)
+    return {
+        "count": len(checkpoints),
+        "first": int(versions[0]),
+        "last": int(versions[-1]),
+        "spacing": (
+            {"min": int(gaps.min()), "median": float(np.median(gaps)), "max": int(gaps.max())}
+            if len(gaps)
+            else None
+        ),
+        "milestones": [c["version"] for c in checkpoints if c["milestone"]],
+        "model_only": sum(bool(c.get("model_only")) for c in checkpoints),
+        "unreadable": [c["version"] for c in checkpoints if c.get("readable") is False],
+        "bytes": sum(c["bytes"] for c in checkpoints),
+    }
 
 
 def plot_learning_curves(run: RunDir, out: Path | None = None) -> Path:
@@ -157,4 +183,4 @@ def _samples_fallback(run: RunDir, checkpoints: list[dict[str, Any]]) -> Any:
     return run.meta.get("samples")
 
 
-__all__ = ["plot_learning_curves", "run_summary"]
+__all__ = ["plot_learning_curves", "run_summary", "summarize_checkpoints"]

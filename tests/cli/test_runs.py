@@ -65,6 +65,36 @@ def test_show_table(tmp_path: Path) -> None:
         assert text in result.stdout
 
 
+def test_show_summarises_many_checkpoints_and_json_keeps_every_one(tmp_path: Path) -> None:
+    # a long run: retention leaves milestones (quickstart: every 100) far apart and the newest close together
+    versions = (100, 200, 300, 310, 312, 314, 316, 318)
+    run = make_run(tmp_path / "run", versions=())
+    store = CheckpointStore(run.checkpoints_path)
+    for v in versions:
+        store.save(v, {"model": {"w": np.ones(8, np.float32)}, "optimizer": {"m": np.ones(8)}}, {"iteration": v})
+    store.slim(310)  # a past version kept for the opponent pool
+    text = runner.invoke(app, ["show", str(run.path)])
+    assert text.exit_code == 0, text.output
+    out = text.stdout
+    assert "v100-v318" in out and "2-100 versions apart (median 2)" in out
+    assert "v100, v200, v300" in out and "1 (opponent-pool members)" in out
+    assert "newest 3 checkpoint(s)" in out
+    listed = [line.split()[1] for line in out.splitlines() if line.startswith("│ 3")]
+    assert listed == ["314", "316", "318"]  # only the newest, one by one: not v100 ... v312
+    data = json.loads(runner.invoke(app, ["show", str(run.path), "--json"]).stdout)
+    assert [c["version"] for c in data["checkpoints"]] == list(versions)  # the full list stays in --json
+    summary = data["checkpoint_summary"]
+    assert (summary["count"], summary["first"], summary["last"]) == (8, 100, 318)
+    assert summary["spacing"] == {"min": 2, "median": 2.0, "max": 100}
+    assert summary["milestones"] == [100, 200, 300] and summary["model_only"] == 1
+
+
+def test_show_spacing_of_evenly_spaced_checkpoints(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run", versions=(10, 20, 30))
+    out = runner.invoke(app, ["show", str(run.path)]).stdout
+    assert "every 10 versions" in out and "v10-v30" in out
+
+
 def test_show_tells_slimmed_pool_checkpoints_apart(tmp_path: Path) -> None:
     run = make_run(tmp_path / "run", versions=())
     store = CheckpointStore(run.checkpoints_path)
