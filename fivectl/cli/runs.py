@@ -95,9 +95,16 @@ def plot(
     out: Annotated[
         Path | None, typer.Option("--out", help="PNG to write (default RUN/logs/learning_curves.png).")
     ] = None,
+    x: Annotated[
+        str,
+        typer.Option(
+            "--x",
+            help="x axis: samples (comparable across machines) or minutes of training (depend on the CPU).",
+        ),
+    ] = "samples",
 ) -> None:
-    """Write a PNG of the learning curves of a run."""
-    path = plot_learning_curves(RunDir.open(run), out)
+    """Write a PNG of the learning curves of a run, against samples (default) or minutes."""
+    path = plot_learning_curves(RunDir.open(run), out, x)
     out_console.print(f"wrote {path}")
 
 

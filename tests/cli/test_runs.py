@@ -30,6 +30,7 @@ def make_run(path: Path, versions: tuple[int, ...] = (10, 20), iterations: int =
                 "iteration": i,
                 "version": i,
                 "samples": 1000 * i,
+                "wall_seconds": 30.0 * i,
                 "samples_per_s": 500.0 + i,
                 "staleness_mean": 0.5,
                 "sample_reuse": 1.25,
@@ -143,6 +144,50 @@ def test_plot_writes_a_png(tmp_path: Path) -> None:
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
     default = runner.invoke(app, ["plot", str(run.path)])
     assert default.exit_code == 0 and (run.logs_path / "learning_curves.png").is_file()
+
+
+def plotted_axes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[float]]]:
+    """(x label, x data) of every visible panel of each figure saved from now on."""
+    from matplotlib.figure import Figure
+
+    seen: list[tuple[str, list[float]]] = []
+    save = Figure.savefig
+
+    def recording_save(fig, *args, **kwargs):
+        for ax in fig.axes:
+            if ax.get_visible():
+                seen.append((ax.get_xlabel(), list(ax.lines[0].get_xdata())))
+        return save(fig, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", recording_save)
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("option", "label", "per_row"),
+    [((), "samples", 1000.0), (("--x", "samples"), "samples", 1000.0), (("--x", "minutes"), "minutes", 0.5)],
+)
+def test_plot_x_axis_is_samples_by_default_or_minutes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: tuple[str, ...], label: str, per_row: float
+) -> None:
+    run = make_run(tmp_path / "run")  # row i: 1000 * i samples, 30 * i seconds
+    seen = plotted_axes(monkeypatch)
+    result = runner.invoke(app, ["plot", str(run.path), "--out", str(tmp_path / "c.png"), *option])
+    assert result.exit_code == 0, result.output
+    assert seen and all(label in xlabel for xlabel, _ in seen)
+    for _, xs in seen:
+        assert xs == pytest.approx([per_row * i for i in range(1, 21)])
+
+
+def test_plot_bad_x_axis_or_no_wall_clock_is_exit_2(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    bad = runner.invoke(app, ["plot", str(run.path), "--x", "hours"])
+    assert bad.exit_code == 2 and "samples, minutes" in bad.output
+    assert len(bad.output.strip().splitlines()) == 1
+    bare = make_run(tmp_path / "bare", versions=(), iterations=0)
+    MetricsLog(bare.metrics_path).append([{"iteration": 1, "samples": 10, "policy_loss": 1.0}])
+    missing = runner.invoke(app, ["plot", str(bare.path), "--x", "minutes"])
+    assert missing.exit_code == 2 and "wall_seconds" in missing.output
 
 
 def test_plot_without_metrics_is_exit_2(tmp_path: Path) -> None:
