@@ -25,7 +25,11 @@ REPO_RECIPE = Path(__file__).resolve().parents[2] / DEFAULT_RECIPE
 
 AgentArg = Annotated[
     str,
-    typer.Argument(help="random, bot:passive, bot:easy, bot:medium or RUN_DIR@VERSION.", show_default=False),
+    typer.Argument(
+        help="random, bot:passive, bot:easy, bot:medium, RUN_DIR@VERSION or RUN_DIR@latest (the newest checkpoint "
+        "that loads: a corrupt newest one is skipped with a warning).",
+        show_default=False,
+    ),
 ]
 
 

@@ -73,7 +73,9 @@ def test_latest_falls_back_past_a_corrupt_newest_checkpoint_with_one_warning_lin
     assert lines[0].startswith("warning: ") and "v4" in lines[0] and "loaded v2" in lines[0]
 
 
-def test_an_explicit_corrupt_version_stays_an_error(run_with_corrupt_newest: RunDir, tiny_recipe: Path) -> None:
+def test_an_explicit_corrupt_version_stays_an_error(
+    run_with_corrupt_newest: RunDir, tiny_recipe: Path
+) -> None:
     result = match(tiny_recipe, f"{run_with_corrupt_newest.path}@4")
     assert result.exit_code == 1, result.output
     lines = result.stderr.strip().splitlines()

@@ -72,7 +72,9 @@ def test_show_summarises_many_checkpoints_and_json_keeps_every_one(tmp_path: Pat
     run = make_run(tmp_path / "run", versions=())
     store = CheckpointStore(run.checkpoints_path)
     for v in versions:
-        store.save(v, {"model": {"w": np.ones(8, np.float32)}, "optimizer": {"m": np.ones(8)}}, {"iteration": v})
+        store.save(
+            v, {"model": {"w": np.ones(8, np.float32)}, "optimizer": {"m": np.ones(8)}}, {"iteration": v}
+        )
     store.slim(310)  # a past version kept for the opponent pool
     text = runner.invoke(app, ["show", str(run.path)])
     assert text.exit_code == 0, text.output
