@@ -46,18 +46,12 @@ from fivectl.runtime.worker import warm_up_game
 from fivectl.schema import ObsSchema, load_schema
 from fivectl.selfplay import OpponentPool
 from fivectl.sim.components import REWARD_COMPONENTS
-from fivectl.store.checkpoint import (
-    CheckpointFallbackWarning,
-    CheckpointStore,
-    flatten_state,
-    set_torch_rng_state,
-    torch_rng_state,
-    unflatten_state,
-)
+from fivectl.store.checkpoint import CheckpointFallbackWarning, CheckpointStore
 from fivectl.store.metrics import MetricsLog
 from fivectl.store.retention import PoolSlimmer
 from fivectl.store.rollouts import RolloutWriter, remove_partial_rollouts
 from fivectl.store.rundir import RunDir
+from fivectl.store.state_codec import flatten_state, set_torch_rng_state, torch_rng_state, unflatten_state
 
 METRICS_FLUSH_S = 10.0  # longest a metrics row waits in memory (between checkpoints) before it is written
 

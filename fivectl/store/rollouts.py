@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from fivectl import __version__
 from fivectl.errors import BadInput, FivectlError, RunFailed
-from fivectl.store.atomic import fsync_dir
+from fivectl.store.fsync import fsync_dir
 
 SUFFIX = ".arrow"
 TMP_SUFFIX = ".arrow.tmp"
