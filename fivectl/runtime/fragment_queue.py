@@ -23,7 +23,6 @@ from fivectl.runtime.worker import (
     CTRL_INFER_S,
     CTRL_READY,
     CTRL_SIM_S,
-    CTRL_STEPS,
     CTRL_VERSION,
     CTRL_WAIT_S,
     SLOT_FREE,
@@ -281,9 +280,6 @@ class ProcessSource:
             float(rows[:, CTRL_WAIT_S].sum()),
             [int(v) for v in rows[:, CTRL_VERSION]],
         )
-
-    def total_steps(self) -> int:
-        return int(self.ctrl["workers"][:, CTRL_STEPS].sum())
 
     def close(self) -> None:
         self.ctrl["stop"][0] = 1
