@@ -31,7 +31,11 @@ def worker_draws(pool: OpponentPool, games: int, seed: int = 0) -> OpponentSet:
     recipe = recipe_from_dict(
         {
             "game": {"team_size": 1},
-            "selfplay": {"latest_fraction": pool.cfg.latest_fraction, "past_versions_per_batch": 0, "bots": []},
+            "selfplay": {
+                "latest_fraction": pool.cfg.latest_fraction,
+                "past_versions_per_batch": 0,
+                "bots": [],
+            },
             "model": {"lstm_size": 4},
         }
     )
