@@ -1,6 +1,7 @@
-"""Where the learner's fragments come from: worker processes, or one in-process worker (serial mode).
+"""The fragment queue between the rollout workers and the learner, and the supervision of the worker processes.
 
-Both sources give the learner the same thing: ``get()`` a filled slot, copy it, ``release()`` it. The transport
+Fragments come from worker processes (``ProcessSource``, which also starts them, watches their heartbeats and
+restarts a dead or hung one) or from one in-process worker (``SerialSource``, serial mode). Both sources give the learner the same thing: ``get()`` a filled slot, copy it, ``release()`` it. The transport
 (shared memory and per-worker pipes here) stays behind this boundary, so another one (e.g. Ray across nodes) can be
 swapped in without touching the RL code.
 """
