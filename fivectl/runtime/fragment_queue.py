@@ -1,9 +1,10 @@
 """The fragment queue between the rollout workers and the learner, and the supervision of the worker processes.
 
 Fragments come from worker processes (``ProcessSource``, which also starts them, watches their heartbeats and
-restarts a dead or hung one) or from one in-process worker (``SerialSource``, serial mode). Both sources give the learner the same thing: ``get()`` a filled slot, copy it, ``release()`` it. The transport
-(shared memory and per-worker pipes here) stays behind this boundary, so another one (e.g. Ray across nodes) can be
-swapped in without touching the RL code.
+restarts a dead or hung one) or from one in-process worker (``SerialSource``, serial mode). Both give the
+learner the same thing: ``get()`` a filled slot, copy it, ``release()`` it. The transport (shared memory and
+per-worker pipes here) stays behind this boundary, so another one (e.g. Ray across nodes) can be swapped in
+without touching the RL code.
 """
 
 from __future__ import annotations
