@@ -60,7 +60,9 @@ def stagger_game_starts(
             break
         for team in (0, 1):
             side = np.full(G, team, dtype=np.int64)
-            actions[:, team * k : (team + 1) * k] = bot_actions(env, obs, side, WARM_UP_BOT, memories[team], rng)
+            actions[:, team * k : (team + 1) * k] = bot_actions(
+                env, obs, side, WARM_UP_BOT, memories[team], rng
+            )
         obs, _, done, _ = env.step(actions)
         for memory in memories:
             memory.forget(done)
