@@ -1,4 +1,4 @@
-"""Observation encoder: batched game state -> the arrays of a schema version (DESIGN.md §3, paper E).
+"""Observation encoder: batched game state -> the arrays of a schema version (paper appendix E).
 
 Design (so that a schema v2 is a TOML edit plus a few lines here):
 
