@@ -10,6 +10,11 @@ Design (so that a schema v2 is a TOML edit plus a few lines here):
   for every game and agent and calls the feature function of each column — no Python loop over units or agents.
   Adding a field = add ``name -> code`` to a registry and a branch computing it in the matching ``*_feature``
   function below; adding a group = add its source.
+- Kernel functions take a handful of namedtuples, never loose arrays: the game state ``S``, layout ``L`` and
+  parameters ``P`` (``fivectl.sim.state``), the compiled tables ``T`` (``EncoderTables``), the output buffers
+  ``B`` (``ObsBuffers``) and the scratch ``X`` (``EncoderScratch``). A feature that reads another state array,
+  or a new table, therefore changes no signature. The feature functions are inlined, so reading the tuples
+  there costs nothing.
 - Unit sets are encoded in two passes because fog of war is shared by a team: per game and team, the observed
   units of each set and their rows of team-level features (``unit_team_feature``) are computed once; per hero,
   the closest ones are selected, their rows copied, and only the columns that depend on the observing hero
@@ -456,16 +461,6 @@ def unit_observer_feature(code, S, g, h, u, dx, dy, d2, fogged):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def hero_net_worth(S, g, h):
-    """core.net_worth on the arrays (gold plus the cost of the items held)."""
-    hf, hi = S.hf, S.hi
-    w = hf[g, ST.HF_GOLD, h]
-    for k in range(D.N_ITEM_SLOTS):
-        w += C.ITEMS[hi[g, ST.HI_ITEM_ID + k, h], D.IT_COST]
-    return w
-
-
-@njit(cache=True, _nrt=False, inline="always")
 def self_feature(code, sub, S, L, P, X, g, h):
     """Features of the controlled hero: any unit feature (code < 100) plus hero-only ones. The observer-dependent
     unit features (``OBSERVER_UNIT_FEATURES``) are filled by the kernel with ``unit_observer_feature``."""
@@ -487,12 +482,11 @@ def self_feature(code, sub, S, L, P, X, g, h):
     if code == 105:
         return (
             1.0
-            if hf[g, ST.HF_BUYBACK_CD, h] <= 0.0
-            and hf[g, ST.HF_GOLD, h] >= (D.BUYBACK_BASE + hero_net_worth(S, g, h) / D.BUYBACK_NET_WORTH_DIV)
+            if hf[g, ST.HF_BUYBACK_CD, h] <= 0.0 and hf[g, ST.HF_GOLD, h] >= C.buyback_cost(S, g, h)
             else 0.0
         )
     if code == 106:
-        return D.BUYBACK_BASE + hero_net_worth(S, g, h) / D.BUYBACK_NET_WORTH_DIV
+        return C.buyback_cost(S, g, h)
     if code == 107:
         return hi[g, ST.HI_LANE_ASSIGN, h]
     if code == 108:
@@ -506,7 +500,7 @@ def self_feature(code, sub, S, L, P, X, g, h):
     if code == 112:
         return hi[g, ST.HI_DENIES, h]
     if code == 113:
-        return hero_net_worth(S, g, h)
+        return C.net_worth(S, g, h)
     if code == 114:
         return hi[g, ST.HI_ABIL_ID + sub, h]
     if code == 115:
