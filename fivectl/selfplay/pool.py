@@ -23,8 +23,9 @@ import numpy as np
 
 from fivectl.config.selfplay import SelfPlayConfig
 from fivectl.errors import BadInput
-from fivectl.runtime.opponents import LATEST
 
+LATEST = -1
+"""Opponent code of the latest parameters (past versions are >= 0, scripted bots < -1)."""
 RECENT_GAMES = 200
 """Games against past versions that the recent win rate metric covers."""
 STATE_FORMAT = 1

@@ -1,4 +1,4 @@
-"""Checkpoints in a Zarr v3 store: one group per parameter version, published atomically (DESIGN.md §6).
+"""Checkpoints in a Zarr v3 store: one group per parameter version, published atomically.
 
 ```
 checkpoints.zarr/

@@ -14,7 +14,7 @@ from fivectl.store.checkpoint import CheckpointStore
 from fivectl.store.metrics import ITERATION, MetricsLog
 from fivectl.store.rundir import RunDir
 
-# metrics summarised from the last row (the trainer writes these, DESIGN.md §5-6)
+# metrics summarised from the last row (the trainer writes these)
 HEADLINE = ("samples", "samples_per_s", "staleness_mean", "sample_reuse")
 # learning curves in plot order; any other numeric column is plotted after these
 CURVES = (
