@@ -27,7 +27,14 @@ from fivectl.selfplay import OpponentPool
 from fivectl.store.checkpoint import CheckpointFallbackWarning, CheckpointStore
 from fivectl.store.retention import PoolSlimmer
 from fivectl.store.rundir import RunDir
-from fivectl.store.state_codec import flatten_state, set_torch_rng_state, torch_rng_state, unflatten_state
+from fivectl.store.state_codec import (
+    cuda_rng_states,
+    flatten_state,
+    set_cuda_rng_states,
+    set_torch_rng_state,
+    torch_rng_state,
+    unflatten_state,
+)
 
 
 @dataclass
@@ -58,6 +65,15 @@ class LearnerState:
     reward_scalers: list[RewardScaler]
     pool: OpponentPool
     counters: Counters
+
+
+def rng_arrays() -> dict[str, np.ndarray]:
+    """The torch RNG states a checkpoint keeps: the CPU generator, and each CUDA device's when CUDA exists."""
+    arrays = {"torch": torch_rng_state()}
+    cuda = cuda_rng_states()
+    if cuda is not None:
+        arrays["cuda"] = cuda
+    return arrays
 
 
 class RunCheckpoints:
@@ -106,7 +122,7 @@ class RunCheckpoints:
                 "model": {k: v.detach().cpu().numpy() for k, v in model_state.items()},
                 "optimizer": opt_arrays,
                 "reward_scaler": scaler_arrays,
-                "rng": {"torch": torch_rng_state()},
+                "rng": rng_arrays(),
             },
             attrs,
         )
@@ -137,6 +153,8 @@ class RunCheckpoints:
         state.pool.load_state_dict(attrs["opponent_pool"])
         state.generator.set_state(torch.tensor(attrs["generator_state"], dtype=torch.uint8))
         set_torch_rng_state(ckpt.arrays["rng"]["torch"])
+        if "cuda" in ckpt.arrays["rng"]:
+            set_cuda_rng_states(np.array(ckpt.arrays["rng"]["cuda"]))
         discarded = self.store.discard_after(ckpt.version)
         if discarded:
             self.note(f"discarded unreadable checkpoints after v{ckpt.version}: {discarded}")
