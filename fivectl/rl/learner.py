@@ -30,10 +30,14 @@ from fivectl.rl.bptt import (
     team_minibatches,
     window_states,
 )
+from fivectl.rl.data_parallel import DataParallel
 from fivectl.rl.gae import bootstrapped_labels, compute_gae
 from fivectl.rl.optim import ClippedAdam
 from fivectl.rl.ppo import normalize_advantages, ppo_loss_tensors, tensors_to_floats
 from fivectl.rl.schedules import Hyperparameters
+
+# ``train_iteration``'s default: update the observation normalizers with the batch's own observations.
+SAME_BATCH = object()
 
 
 @dataclass
@@ -124,6 +128,11 @@ def keep_trained_teams(batch: FragmentBatch, team_size: int, state_batch_dim: in
     if bool(trained_team.all()):
         return batch
     columns = torch.repeat_interleave(trained_team, team_size).nonzero().squeeze(1)
+    return select_batch_columns(batch, columns, state_batch_dim)
+
+
+def select_batch_columns(batch: FragmentBatch, columns: torch.Tensor, state_batch_dim: int = 1) -> FragmentBatch:
+    """The fragment columns ``columns`` of every field of the batch."""
     kept = {}
     for f in fields(FragmentBatch):
         value = getattr(batch, f.name)
@@ -182,6 +191,8 @@ class PPOLearner:
     objectives: ``fivectl.rl.aux.aux_losses``), weighted by ``train.aux_loss_weight`` like the win-probability
     loss; their labels (``Windows.aux_targets``) come from the batch's aux facts, the objectives' discounted by
     ``objective_gamma`` per step (paper D: a 2-minute horizon).
+    ``data_parallel``: this learner is one rank of several, each with a share of the batch; losses, advantage
+    normalization and gradients are combined over the ranks (``fivectl.rl.data_parallel``).
     """
 
     def __init__(
@@ -194,8 +205,10 @@ class PPOLearner:
         aux_loss_fn: AuxLossFn | None = None,
         objective_gamma: float | None = None,
         generator: torch.Generator | None = None,
+        data_parallel: DataParallel | None = None,
     ):
         self.model = model
+        self.data_parallel = data_parallel
         self.train = train
         self.team_size = team_size
         self.state_batch_dim = state_batch_dim
@@ -217,9 +230,13 @@ class PPOLearner:
 
     # ---- the iteration ------------------------------------------------------------------------------------------
 
-    def train_iteration(self, batch: FragmentBatch, hp: Hyperparameters) -> dict[str, float]:
+    def train_iteration(
+        self, batch: FragmentBatch, hp: Hyperparameters, normalizer_obs: Any = SAME_BATCH
+    ) -> dict[str, float]:
         """Advantages, windows, then ``epochs`` passes of ``minibatches`` gradient steps. Returns metrics:
         the loss parts averaged over the gradient steps, plus the settings and batch statistics used.
+        ``normalizer_obs``: what the observation normalizers are updated with afterwards (the batch's own
+        observations by default; the union of the shares with data parallelism; None: no update).
 
         The parts stay device tensors until the end of the iteration and are read in one transfer: on a GPU,
         a ``float()`` per part and per step would stall the device every step."""
@@ -244,8 +261,10 @@ class PPOLearner:
                     counts[name] = counts[name] + weight if name in counts else torch.as_tensor(weight)
 
         update_normalizers = getattr(self.model, "update_normalizers", None)
-        if update_normalizers is not None:
-            update_normalizers(batch.obs)
+        if normalizer_obs is SAME_BATCH:
+            normalizer_obs = batch.obs
+        if update_normalizers is not None and normalizer_obs is not None:
+            update_normalizers(map_tensors(lambda x: to_device(x, self.device), normalizer_obs))
 
         statistics = {
             "samples": windows.weights.sum(),
@@ -335,9 +354,14 @@ class PPOLearner:
             evaluation = self.model.evaluate(mb.obs, mb.actions, mb.states, mb.first)
         logprob, entropy, value, win_logit, _ = _unpack(evaluation)
 
+        dp = self.data_parallel
         advantages = mb.advantages
         if self.train.normalize_advantages:
-            advantages = normalize_advantages(advantages, mb.weights)
+            advantages = (
+                dp.normalize_advantages(advantages, mb.weights)
+                if dp is not None
+                else normalize_advantages(advantages, mb.weights)
+            )
         aux_losses = self.aux_loss_fn(evaluation, mb) if self.aux_loss_fn is not None else None
         # A minibatch without win labels weighs the win loss 0 (weighted_mean of no samples is 0, and so is its
         # gradient); ``present`` marks it so the iteration's average leaves that step out.
@@ -366,8 +390,12 @@ class PPOLearner:
             aux_loss_weight=self.train.aux_loss_weight,
         )
 
+        if dp is not None:
+            loss = loss * dp.sample_share(mb.weights)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if dp is not None:
+            dp.sum_gradients(list(self.model.parameters()))
         grads = [p.grad for p in self.model.parameters() if p.grad is not None]
         parts["grad_norm"] = (
             torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
