@@ -11,6 +11,7 @@ import torch
 
 from fivectl.config import Recipe, load_recipe
 from fivectl.errors import BadInput, ConfigError
+from fivectl.runtime.distributed import check_learners
 from fivectl.runtime.evaluation_hook import EvaluationHook
 from fivectl.schema import load_schema
 from fivectl.store.rundir import RunDir
@@ -61,7 +62,7 @@ def open_or_create_run(opts: TrainOptions) -> tuple[RunDir, Recipe]:
         raise BadInput("give a RECIPE to start a run")
     recipe = load_recipe(opts.recipe_path, opts.overrides)
     check_recipe_for_training(recipe)
-    resolve_device(recipe.train.device)
+    check_learners(recipe.train.learners, resolve_device(recipe.train.device))
     load_schema(recipe.model.schema_version)
     return RunDir.create(opts.run_dir, recipe, recipe_source=str(opts.recipe_path)), recipe
 
