@@ -167,10 +167,12 @@ class LearnerGroup:
         # Batches travel over gloo (CPU tensors) whatever carries the gradients.
         self.data_group = dist.new_group(backend="gloo") if backend != "gloo" else None
         self.data_parallel = DataParallel()
+        self.mid_iteration = False  # between share() and finish(): the ranks are inside collectives
 
     def share(self, batch: FragmentBatch, hp: Hyperparameters) -> FragmentBatch:
         """Send ranks 1.. their shares of ``batch`` and the hyperparameters; returns rank 0's share."""
         shares = team_shares(batch.columns, self.team_size, self.world)
+        self.mid_iteration = True
         self._broadcast_command(ITERATE)
         dist.broadcast(torch.tensor(astuple(hp), dtype=torch.float64), src=0, group=self.data_group)
         for rank in range(1, self.world):
@@ -179,18 +181,25 @@ class LearnerGroup:
             _send_bytes(data, rank, self.data_group)
         return select_batch_columns(batch, shares[0])
 
+    def finish(self, model: torch.nn.Module) -> None:
+        """After rank 0's ``train_iteration``: every rank takes rank 0's observation normalizers."""
+        self.data_parallel.broadcast_buffers(model)
+        self.mid_iteration = False
+
     def _broadcast_command(self, command: int) -> None:
         dist.broadcast(torch.tensor([command], dtype=torch.int64), src=0, group=self.data_group)
 
     def close(self) -> None:
         try:
-            if all(p.is_alive() for p in self.procs):
+            # Stopped mid-iteration (a second Ctrl-C, an error), the others wait in a collective that will not
+            # come: they are killed below instead of told.
+            if not self.mid_iteration and all(p.is_alive() for p in self.procs):
                 self._broadcast_command(STOP)
         except RuntimeError:
             pass  # a rank already gone: nothing to tell it
         finally:
             for proc in self.procs:
-                proc.join(timeout=30)
+                proc.join(timeout=0 if self.mid_iteration else 30)
                 if proc.is_alive():
                     proc.kill()
                     proc.join()
@@ -202,7 +211,7 @@ class LearnerGroup:
         who = f"learner process {', '.join(dead)} died" if dead else "a learner collective failed"
         # gloo prefixes its messages with a source location in brackets: keep the sentence
         text = str(error).splitlines()[0] if str(error) else type(error).__name__
-        return RunFailed(f"{who}: {text.split('] ', 1)[-1]}")
+        return RunFailed(f"{who}: {text.split('] ', 1)[-1].split('. ')[0]}")
 
 
 # ---- ranks 1.. ---------------------------------------------------------------------------------------------------

@@ -328,7 +328,7 @@ class Trainer:
             mine = self.learners.share(batch, hp)
             # the normalizers learn from the whole batch here, then every rank gets them
             learn = self.state.learner.train_iteration(mine, hp, normalizer_obs=batch.obs)
-            self.learners.data_parallel.broadcast_buffers(self.state.model)
+            self.learners.finish(self.state.model)
         except RuntimeError as e:  # torch.distributed reports a lost rank as a RuntimeError
             raise self.learners.failed(e) from e
         return learn
