@@ -256,9 +256,11 @@ class PPOLearner:
                 mb = windows.select(columns, self.state_batch_dim)
                 parts, present = self.gradient_step_tensors(mb, hp.entropy_coef)
                 for name, value in parts.items():
-                    weight = present.get(name, 1.0)
+                    weight = present.get(name)
+                    if weight is None:  # on the value's device: a CPU tensor would not stack with GPU ones
+                        weight = torch.ones((), device=value.device)
                     sums[name] = sums[name] + value * weight if name in sums else value * weight
-                    counts[name] = counts[name] + weight if name in counts else torch.as_tensor(weight)
+                    counts[name] = counts[name] + weight if name in counts else weight
 
         update_normalizers = getattr(self.model, "update_normalizers", None)
         if normalizer_obs is SAME_BATCH:

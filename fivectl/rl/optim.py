@@ -74,8 +74,9 @@ class ClippedAdam(torch.optim.Optimizer):
             n_clipped, n_total = self._step_group(group, params)
             clipped.extend(n_clipped)
             total += n_total
+        device = self.param_groups[0]["params"][0].device if self.param_groups else None
         self.last_clip_fraction_tensor = (
-            torch.stack(clipped).sum() / total if clipped and total else torch.zeros(())
+            torch.stack(clipped).sum() / total if clipped and total else torch.zeros((), device=device)
         )
         return loss
 

@@ -196,5 +196,6 @@ def tensors_to_floats(parts: dict[str, torch.Tensor]) -> dict[str, float]:
     """0-d tensors -> floats with one host synchronisation for all of them."""
     if not parts:
         return {}
-    values = torch.stack([v.detach().float().reshape(()) for v in parts.values()]).cpu().tolist()
+    device = next((v.device for v in parts.values() if v.device.type != "cpu"), torch.device("cpu"))
+    values = torch.stack([v.detach().float().reshape(()).to(device) for v in parts.values()]).cpu().tolist()
     return dict(zip(parts, values, strict=True))
