@@ -22,6 +22,13 @@ class TrainConfig:
         "not for the quickstart's small network (a whole learner iteration 0.82x; benchmarks/RESULTS.md).",
         choices=("float32", "bfloat16"),
     )
+    learners: int = param(
+        1,
+        "Data-parallel learner processes on this machine (torch.distributed: NCCL, one per GPU, with device "
+        "cuda; gloo, one per core, on CPU). Each takes its share of every learner batch, whose size grows with "
+        "them (batch_windows is per learner); gradients are summed over them before each step.",
+        ge=1,
+    )
     workers: int = param(
         2, "Rollout worker processes; 0 runs everything in one process (serial debug mode).", ge=0
     )
