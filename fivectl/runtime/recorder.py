@@ -1,0 +1,219 @@
+"""Recording games of a batched ``MobaEnv`` to replay files (``fivectl.store.replay``), as they are played.
+
+The caller plays as usual and tells the recorder about every step::
+
+    recorder = GameRecorder(env, out_dir)
+    obs = env.reset()
+    recorder.start(slots, names, headers)            # record the games now starting in these slots
+    ...
+    obs, rewards, done, info = env.step(actions)
+    recorder.step(actions, done, info, predictions)  # returns the replay files of the games that ended
+
+Rows are buffered per slot in preallocated ``[slots, chunk, ...]`` arrays (a few array copies per step for all the
+recorded games together, nothing per unit in Python) and written as one compressed record batch per game every
+``chunk`` steps, so memory stays bounded however long a game lasts. A game that ends is written with its final
+frame (``env.final``); a slot's next game is recorded only if ``start`` is called for it again.
+
+``predictions`` (optional): ``value``, ``win_prob`` [slots, heroes] and ``objectives`` [slots, heroes,
+len(OBJECTIVES)] of the policies at this step, NaN where no policy predicted (scripted agents, objectives a model
+does not predict). A policy that decides every few steps predicts only when it decides: its last prediction
+stands on the steps in between.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from fivectl import __version__
+from fivectl.sim.objectives import OBJECTIVES, hero_networth
+from fivectl.store.replay import (
+    HERO_COLUMNS,
+    NO_ACTION,
+    PREDICTION_COLUMNS,
+    SUFFIX,
+    UNIT_COLUMNS,
+    ReplayWriter,
+    row_shapes,
+)
+
+CHUNK_STEPS = 256
+
+
+def empty_predictions(num_games: int, n_heroes: int) -> dict[str, np.ndarray]:
+    """Prediction arrays full of NaN (no policy predicted), to be filled per agent."""
+    return {
+        "value": np.full((num_games, n_heroes), np.nan, np.float32),
+        "win_prob": np.full((num_games, n_heroes), np.nan, np.float32),
+        "objectives": np.full((num_games, n_heroes, len(OBJECTIVES)), np.nan, np.float32),
+    }
+
+
+def objective_columns(names: Sequence[str]) -> np.ndarray:
+    """Column of each of a model's ``aux_objectives`` in the replay's ``objectives`` (all of OBJECTIVES)."""
+    return np.array([OBJECTIVES.index(n) for n in names], dtype=np.int64)
+
+
+def game_header(env, slot: int) -> dict:
+    """What the game itself says about the game starting in ``slot``: enough to re-simulate it."""
+    hero_names = _hero_names()
+    return {
+        "fivectl_version": __version__,
+        "game": dataclasses.asdict(env.cfg),
+        "schema_version": int(env.schema.version),
+        "primary_actions": list(env.schema.action.primary),
+        "env_seed": int(env.seed),
+        "slot": int(slot),
+        # uint64 as a string: JSON readers (the HTML viewer) would round a large integer
+        "start_rng": str(int(env.start_rng[slot])),
+        "units": int(env.layout.n_units),
+        "heroes": int(env.agents_per_game),
+        "team_size": int(env.team_size),
+        "objectives": list(OBJECTIVES),
+        "lineup": [hero_names[int(h)] for h in env.state.hero_id[slot]],
+        "layout": {
+            "bld_start": int(env.layout.bld_start),
+            "neu_start": int(env.layout.neu_start),
+            "creep_start": int(env.layout.creep_start),
+        },
+    }
+
+
+def capture_frame(views, slots: np.ndarray, n_units: int) -> dict[str, np.ndarray]:
+    """The replay's state columns of games ``slots`` of a state (``env.state`` or ``env.final``): name ->
+    [len(slots), *row shape], in the replay's dtypes."""
+    shapes = row_shapes(n_units, views.level.shape[1], 0)
+    frame = {"tick": views.tick[slots].astype(np.int32)}
+    # a slot no unit has used since the game started (utype 0) still holds the previous game's values: zeros
+    used = views.utype[slots] != 0
+    for name in UNIT_COLUMNS:
+        if name != "level":
+            frame[name] = np.where(used, getattr(views, name)[slots], 0).astype(shapes[name][1])
+    level = np.zeros((len(slots), n_units), np.int8)
+    level[:, : views.level.shape[1]] = views.level[slots]
+    frame["level"] = level
+    frame["networth"] = hero_networth(views)[slots].astype(np.float32)
+    for name in HERO_COLUMNS:
+        if name != "networth":
+            frame[name] = getattr(views, name)[slots].astype(shapes[name][1])
+    return frame
+
+
+def _hero_names() -> tuple[str, ...]:
+    from fivectl.sim.data import HERO_NAMES
+
+    return HERO_NAMES
+
+
+class GameRecorder:
+    """Records chosen games of ``env`` into ``directory`` (see the module docstring)."""
+
+    def __init__(self, env, directory: str | Path, chunk: int = CHUNK_STEPS):
+        self.env = env
+        self.directory = Path(directory)
+        self.chunk = int(chunk)
+        games, heroes = env.num_games, env.agents_per_game
+        self.shapes = row_shapes(env.layout.n_units, heroes, len(OBJECTIVES))
+        self.buf = {
+            name: np.zeros((games, self.chunk, *shape), dtype) for name, (shape, dtype) in self.shapes.items()
+        }
+        self.pos = np.zeros(games, dtype=np.int64)  # row of the current step in the slot's chunk
+        self.steps = np.zeros(games, dtype=np.int64)
+        self.recording = np.zeros(games, dtype=bool)
+        self.writers: list[ReplayWriter | None] = [None] * games
+        self.last = empty_predictions(games, heroes)
+
+    # ------------------------------------------------------------------ API
+    def start(self, slots: Sequence[int] | np.ndarray, names: Sequence[str], headers: Sequence[dict]) -> None:
+        """Record the games that have just started in ``slots`` (file ``names[i]`` + ``.arrow``), with
+        ``headers[i]`` (agents, ...) merged into the game's own header."""
+        slots = np.asarray(slots, dtype=np.int64)
+        for slot, name, extra in zip(slots.tolist(), names, headers, strict=True):
+            if self.writers[slot] is not None:
+                self.writers[slot].abandon()
+            header = {**game_header(self.env, slot), **extra}
+            path = self.directory / (name if name.endswith(SUFFIX) else name + SUFFIX)
+            shape = self.shapes["objectives"][0]
+            self.writers[slot] = ReplayWriter(path, header, self.env.layout.n_units, shape[0], shape[1])
+        self.recording[slots] = True
+        self.pos[slots] = 0
+        self.steps[slots] = 0
+        for column in self.last.values():
+            column[slots] = np.nan
+        self._capture(slots, self.env.state)
+
+    def step(self, actions: np.ndarray, done: np.ndarray, info: dict, predictions: dict | None = None) -> list[Path]:
+        """After ``env.step(actions)``: complete the recorded games' rows, capture their next frame; returns the
+        replay files of the games that ended."""
+        rec = np.flatnonzero(self.recording)
+        if len(rec) == 0:
+            return []
+        pos = self.pos[rec]
+        self.buf["action"][rec, pos] = np.asarray(actions)[rec]
+        if predictions is not None:
+            for name in PREDICTION_COLUMNS:
+                new = np.asarray(predictions[name])[rec]
+                self.last[name][rec] = np.where(np.isnan(new), self.last[name][rec], new)
+        for name in PREDICTION_COLUMNS:
+            self.buf[name][rec, pos] = self.last[name][rec]
+        self.pos[rec] += 1
+        self.steps[rec] += 1
+        for slot in rec[self.pos[rec] == self.chunk].tolist():
+            self.writers[slot].write(self._rows(slot, self.chunk))
+            self.pos[slot] = 0
+        ended = rec[np.asarray(done, dtype=bool)[rec]]
+        self._capture(rec[~np.asarray(done, dtype=bool)[rec]], self.env.state)
+        return self._finish(ended, info) if len(ended) else []
+
+    def close(self) -> None:
+        """Abandon the games still being recorded (their partial files are deleted)."""
+        for slot, writer in enumerate(self.writers):
+            if writer is not None:
+                writer.abandon()
+                self.writers[slot] = None
+        self.recording[:] = False
+
+    # ------------------------------------------------------------------ internals
+    def _capture(self, slots: np.ndarray, views) -> None:
+        """The frame of ``views`` (``env.state`` or ``env.final``) into the current row of each slot."""
+        if len(slots) == 0:
+            return
+        pos = self.pos[slots]
+        for name, values in capture_frame(views, slots, self.env.layout.n_units).items():
+            self.buf[name][slots, pos] = values
+
+    def _rows(self, slot: int, n: int) -> dict[str, np.ndarray]:
+        return {name: column[slot, :n] for name, column in self.buf.items()}
+
+    def _finish(self, ended: np.ndarray, info: dict) -> list[Path]:
+        self._capture(ended, self.env.final)
+        pos = self.pos[ended]
+        self.buf["action"][ended, pos] = NO_ACTION
+        for name in PREDICTION_COLUMNS:
+            self.buf[name][ended, pos] = np.nan
+        paths = []
+        for slot in ended.tolist():
+            writer = self.writers[slot]
+            paths.append(writer.finish(self._rows(slot, int(self.pos[slot]) + 1), self._result(slot, info)))
+            self.writers[slot] = None
+        self.recording[ended] = False
+        return paths
+
+    def _result(self, slot: int, info: dict) -> dict:
+        stats = {
+            name: [float(v) for v in np.asarray(info[name])[slot]]
+            for name in ("kills", "deaths", "towers_destroyed", "barracks_destroyed", "last_hits", "denies")
+            if name in info
+        }
+        return {
+            "winner": int(np.asarray(info["winner"])[slot]),
+            "steps": int(self.steps[slot]),
+            "seconds": float(np.asarray(info["game_time"])[slot]),
+            "team_stats": stats,
+        }
+
+
+__all__ = ["CHUNK_STEPS", "GameRecorder", "capture_frame", "empty_predictions", "game_header", "objective_columns"]
