@@ -24,7 +24,9 @@ FileArg = Annotated[Path, typer.Argument(help="A replay file (.arrow).", show_de
 @app.command("list")
 @handle_errors
 def list_(
-    directory: Annotated[Path, typer.Argument(help="A directory of replays (e.g. RUN/replays).", show_default=False)],
+    directory: Annotated[
+        Path, typer.Argument(help="A directory of replays (e.g. RUN/replays).", show_default=False)
+    ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the list as JSON.")] = False,
 ) -> None:
     """The games of DIR: agents, result and length."""
@@ -55,7 +57,9 @@ def list_(
         table.add_column(column)
     for r in rows:
         agents = list(r["agents"]) + ["?", "?"]
-        table.add_row(r["file"], agents[0], agents[1], ", ".join(r["lineup"]), r["winner"], clock(r["seconds"]))
+        table.add_row(
+            r["file"], agents[0], agents[1], ", ".join(r["lineup"]), r["winner"], clock(r["seconds"])
+        )
     out_console.print(table)
 
 
@@ -138,9 +142,13 @@ def stats(
             f"{h['networth']:.0f}", str(h["level"]), str(h["buildings"]),
         )  # fmt: skip
     out_console.print(table)
-    out_console.print("LH last hits, DN denies, NW net worth, bld buildings destroyed with the hero near", style="dim")
+    out_console.print(
+        "LH last hits, DN denies, NW net worth, bld buildings destroyed with the hero near", style="dim"
+    )
     for team in result["teams"]:
-        out_console.print(f"{team['team']}: {team['kills']} kills, {team['buildings_destroyed']} buildings destroyed")
+        out_console.print(
+            f"{team['team']}: {team['kills']} kills, {team['buildings_destroyed']} buildings destroyed"
+        )
 
 
 @app.command("verify")

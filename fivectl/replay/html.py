@@ -40,7 +40,9 @@ def page_data(replay: Replay) -> dict:
         hp_frac = np.where(a["max_hp"] > 0, a["hp"] / np.maximum(a["max_hp"], 1e-6), 0.0)
     lanes = D.LANE_ORDER[int(replay.header["game"]["lanes"])]
     return {
-        "header": {k: replay.header.get(k) for k in ("agents", "lineup", "team_size", "heroes", "objectives")},
+        "header": {
+            k: replay.header.get(k) for k in ("agents", "lineup", "team_size", "heroes", "objectives")
+        },
         "primaryActions": replay.header.get("primary_actions", []),
         "result": replay.result,
         "fps": replay.fps,

@@ -169,7 +169,9 @@ def recent_events(events: list[Event], row: int, count: int = 5) -> Text:
     shown = [e for e in events if e.row <= row][-count:]
     text = Text()
     for e in shown:
-        text.append(f"{clock(e.seconds):>6} {e.text}\n", style=TEAM_STYLES[1 - e.team] if e.team < 2 else None)
+        text.append(
+            f"{clock(e.seconds):>6} {e.text}\n", style=TEAM_STYLES[1 - e.team] if e.team < 2 else None
+        )
     if not shown:
         text.append("(no kills or buildings yet)\n", style="grey50")
     return text
@@ -234,7 +236,9 @@ def play(replay: Replay, events: list[Event], console, start_row: int = 0) -> No
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
-def _apply_key(key: str, row: int, playing: bool, speed: float, jump: int, rows: int) -> tuple[int, bool, float]:
+def _apply_key(
+    key: str, row: int, playing: bool, speed: float, jump: int, rows: int
+) -> tuple[int, bool, float]:
     if key == " ":
         playing = not playing
     elif key == "\x1b[C":

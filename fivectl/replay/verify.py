@@ -36,7 +36,9 @@ def verify_replay(replay: Replay) -> VerifyResult:
     from fivectl.sim import MobaEnv  # the compiled game is loaded only to verify
 
     header = replay.header
-    env = MobaEnv(replay_game_config(replay), 1, int(header["env_seed"]), load_schema(int(header["schema_version"])))
+    env = MobaEnv(
+        replay_game_config(replay), 1, int(header["env_seed"]), load_schema(int(header["schema_version"]))
+    )
     env.reset(start_rng=np.array([int(header["start_rng"])], dtype=np.uint64))
     game = np.zeros(1, dtype=np.int64)
     mismatch = _compare(replay, 0, capture_frame(env.state, game, env.layout.n_units))
@@ -48,7 +50,9 @@ def verify_replay(replay: Replay) -> VerifyResult:
         ended = bool(done[0])
         if ended != (t == replay.steps - 1):
             when = "ended" if ended else "did not end"
-            return VerifyResult(False, t + 1, f"the re-simulated game {when} at step {t + 1} of {replay.steps}")
+            return VerifyResult(
+                False, t + 1, f"the re-simulated game {when} at step {t + 1} of {replay.steps}"
+            )
         views = env.final if ended else env.state
         mismatch = _compare(replay, t + 1, capture_frame(views, game, env.layout.n_units))
         if mismatch:

@@ -145,7 +145,9 @@ class GameRecorder:
             column[slots] = np.nan
         self._capture(slots, self.env.state)
 
-    def step(self, actions: np.ndarray, done: np.ndarray, info: dict, predictions: dict | None = None) -> list[Path]:
+    def step(
+        self, actions: np.ndarray, done: np.ndarray, info: dict, predictions: dict | None = None
+    ) -> list[Path]:
         """After ``env.step(actions)``: complete the recorded games' rows, capture their next frame; returns the
         replay files of the games that ended."""
         rec = np.flatnonzero(self.recording)
@@ -216,4 +218,11 @@ class GameRecorder:
         }
 
 
-__all__ = ["CHUNK_STEPS", "GameRecorder", "capture_frame", "empty_predictions", "game_header", "objective_columns"]
+__all__ = [
+    "CHUNK_STEPS",
+    "GameRecorder",
+    "capture_frame",
+    "empty_predictions",
+    "game_header",
+    "objective_columns",
+]

@@ -196,7 +196,9 @@ def check_header(path: Path, header: dict, readable_schemas: tuple[int, ...] | N
         raise BadInput(f"{path}: not a fivectl replay (an Arrow file without a replay header)")
     version = header.get("format_version")
     if version != FORMAT_VERSION:
-        raise BadInput(f"{path}: replay format v{version}; this fivectl reads replay format v{FORMAT_VERSION}")
+        raise BadInput(
+            f"{path}: replay format v{version}; this fivectl reads replay format v{FORMAT_VERSION}"
+        )
     schema = header.get("schema_version")
     if readable_schemas is not None and schema not in readable_schemas:
         shown = ", ".join(f"v{v}" for v in readable_schemas)
@@ -250,7 +252,9 @@ def read_replay(path: str | Path, readable_schemas: tuple[int, ...] | None = Non
     except (pa.ArrowException, OSError, ValueError, KeyError, TypeError) as e:
         raise BadInput(f"{path}: not a readable replay (truncated or corrupt: {first_line(e)})") from None
     if arrays["tick"].shape[0] != int(result.get("steps", -2)) + 1:
-        raise BadInput(f"{path}: corrupt replay ({arrays['tick'].shape[0]} rows for {result.get('steps')} steps)")
+        raise BadInput(
+            f"{path}: corrupt replay ({arrays['tick'].shape[0]} rows for {result.get('steps')} steps)"
+        )
     return Replay(path, header, result, arrays)
 
 
