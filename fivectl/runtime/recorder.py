@@ -124,6 +124,8 @@ class GameRecorder:
         self.steps = np.zeros(games, dtype=np.int64)
         self.recording = np.zeros(games, dtype=bool)
         self.writers: list[ReplayWriter | None] = [None] * games
+        # a game's file opens at its first chunk: until then ``annotate`` may still add to its header
+        self.pending: list[tuple[Path, dict] | None] = [None] * games
         self.last = empty_predictions(games, heroes)
 
     # ------------------------------------------------------------------ API
@@ -132,18 +134,21 @@ class GameRecorder:
         ``headers[i]`` (agents, ...) merged into the game's own header."""
         slots = np.asarray(slots, dtype=np.int64)
         for slot, name, extra in zip(slots.tolist(), names, headers, strict=True):
-            if self.writers[slot] is not None:
-                self.writers[slot].abandon()
-            header = {**game_header(self.env, slot), **extra}
+            self._drop(slot)
             path = self.directory / (name if name.endswith(SUFFIX) else name + SUFFIX)
-            shape = self.shapes["objectives"][0]
-            self.writers[slot] = ReplayWriter(path, header, self.env.layout.n_units, shape[0], shape[1])
+            self.pending[slot] = (path, {**game_header(self.env, slot), **extra})
         self.recording[slots] = True
         self.pos[slots] = 0
         self.steps[slots] = 0
         for column in self.last.values():
             column[slots] = np.nan
         self._capture(slots, self.env.state)
+
+    def annotate(self, slot: int, extra: dict) -> None:
+        """Add to the header of the game recorded in ``slot`` (before its first ``chunk`` steps are written)."""
+        if self.pending[slot] is None:
+            raise RuntimeError(f"slot {slot}: no game waiting for its header")
+        self.pending[slot][1].update(extra)
 
     def step(
         self, actions: np.ndarray, done: np.ndarray, info: dict, predictions: dict | None = None
@@ -164,7 +169,7 @@ class GameRecorder:
         self.pos[rec] += 1
         self.steps[rec] += 1
         for slot in rec[self.pos[rec] == self.chunk].tolist():
-            self.writers[slot].write(self._rows(slot, self.chunk))
+            self._writer(slot).write(self._rows(slot, self.chunk))
             self.pos[slot] = 0
         ended = rec[np.asarray(done, dtype=bool)[rec]]
         self._capture(rec[~np.asarray(done, dtype=bool)[rec]], self.env.state)
@@ -172,10 +177,8 @@ class GameRecorder:
 
     def close(self) -> None:
         """Abandon the games still being recorded (their partial files are deleted)."""
-        for slot, writer in enumerate(self.writers):
-            if writer is not None:
-                writer.abandon()
-                self.writers[slot] = None
+        for slot in range(len(self.writers)):
+            self._drop(slot)
         self.recording[:] = False
 
     # ------------------------------------------------------------------ internals
@@ -186,6 +189,21 @@ class GameRecorder:
         pos = self.pos[slots]
         for name, values in capture_frame(views, slots, self.env.layout.n_units).items():
             self.buf[name][slots, pos] = values
+
+    def _writer(self, slot: int) -> ReplayWriter:
+        if self.writers[slot] is None:
+            path, header = self.pending[slot]
+            heroes, objectives = self.shapes["objectives"][0]
+            self.writers[slot] = ReplayWriter(path, header, self.env.layout.n_units, heroes, objectives)
+            self.pending[slot] = None
+        return self.writers[slot]
+
+    def _drop(self, slot: int) -> None:
+        """Forget the game recorded in ``slot`` (a game cut short): its partial file is deleted."""
+        if self.writers[slot] is not None:
+            self.writers[slot].abandon()
+        self.writers[slot] = None
+        self.pending[slot] = None
 
     def _rows(self, slot: int, n: int) -> dict[str, np.ndarray]:
         return {name: column[slot, :n] for name, column in self.buf.items()}
@@ -198,7 +216,7 @@ class GameRecorder:
             self.buf[name][ended, pos] = np.nan
         paths = []
         for slot in ended.tolist():
-            writer = self.writers[slot]
+            writer = self._writer(slot)
             paths.append(writer.finish(self._rows(slot, int(self.pos[slot]) + 1), self._result(slot, info)))
             self.writers[slot] = None
         self.recording[ended] = False
