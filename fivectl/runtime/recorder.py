@@ -236,9 +236,84 @@ class GameRecorder:
         }
 
 
+class TrainingReplays:
+    """``train.replay_every``: a rollout worker keeps one game in ``every`` of those it starts in ``directory``,
+    and the oldest replays go once they pass ``keep_bytes`` (0: keep all), like saved rollouts.
+
+    The worker calls :meth:`games_started` after each env step (for the games that begin in the slots that just
+    finished), :meth:`label` once the opponents of those games are drawn, and :meth:`step` after each env step.
+    Only the learner's heroes carry predictions; past versions and bots are NaN.
+    """
+
+    def __init__(self, env, directory: Path, every: int, keep_bytes: int, run_name: str, tag: str):
+        self.recorder = GameRecorder(env, directory)
+        self.directory, self.every, self.keep_bytes = Path(directory), int(every), int(keep_bytes)
+        self.run_name, self.tag = run_name, tag
+        self.started = 0
+        self.unlabelled = np.zeros(env.num_games, dtype=bool)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.recorder.recording.any())
+
+    def games_started(self, done: np.ndarray, version: int) -> None:
+        slots = np.flatnonzero(done)
+        numbers = self.started + 1 + np.arange(len(slots))
+        self.started += len(slots)
+        chosen = numbers % self.every == 0
+        if chosen.any():
+            names = [f"v{version:08d}-{self.tag}-g{n:07d}" for n in numbers[chosen]]
+            self.recorder.start(slots[chosen], names, [{} for _ in names])
+            self.unlabelled[slots[chosen]] = True
+
+    def label(self, opponent: np.ndarray, learner_side: np.ndarray, version: int, latest: int) -> None:
+        """Name the agents of recorded games that just got their opponents (``OpponentSet`` codes: ``latest``
+        the learner on both sides, >= 0 a past version, below ``latest`` a bot)."""
+        from fivectl.runtime.opponents import bot_level
+
+        for slot in np.flatnonzero(self.unlabelled & self.recorder.recording).tolist():
+            code = int(opponent[slot])
+            learner = (f"{self.run_name}@{version}", version)
+            if code == latest:
+                other = learner
+            elif code >= 0:
+                other = (f"{self.run_name}@{code}", code)
+            else:
+                other = (f"bot:{bot_level(code)}", None)
+            by_team = [learner, other] if int(learner_side[slot]) == 0 else [other, learner]
+            self.recorder.annotate(
+                slot, {"agents": [a for a, _ in by_team], "agent_versions": [v for _, v in by_team]}
+            )
+        self.unlabelled[:] = False
+
+    def predictions(self, out, trained: np.ndarray, objective_names: Sequence[str]) -> dict[str, np.ndarray]:
+        """The learner's predictions of one forward pass (``PolicyNet.act`` output over [G * 2k] agents, with
+        ``aux`` when objectives are predicted) for its heroes ``trained`` (bool [G * 2k]); NaN elsewhere."""
+        games, heroes = self.recorder.env.num_games, self.recorder.env.agents_per_game
+        pred = empty_predictions(games, heroes)
+        pred["value"][:] = np.where(trained, out.value.numpy(), np.nan).reshape(games, heroes)
+        pred["win_prob"][:] = np.where(trained, out.win_prob.numpy(), np.nan).reshape(games, heroes)
+        if out.aux is not None and "objectives" in out.aux:
+            made = np.where(trained[:, None], out.aux["objectives"].numpy(), np.nan)
+            pred["objectives"][..., objective_columns(objective_names)] = made.reshape(games, heroes, -1)
+        return pred
+
+    def step(
+        self, actions: np.ndarray, done: np.ndarray, info: dict, predictions: dict[str, np.ndarray] | None
+    ) -> None:
+        if self.recorder.step(actions, done, info, predictions) and self.keep_bytes:
+            from fivectl.store.rollouts import prune_rollouts  # the same whole-file, oldest-first pruning
+
+            prune_rollouts(self.directory, self.keep_bytes)
+
+    def close(self) -> None:
+        self.recorder.close()
+
+
 __all__ = [
     "CHUNK_STEPS",
     "GameRecorder",
+    "TrainingReplays",
     "capture_frame",
     "empty_predictions",
     "game_header",
