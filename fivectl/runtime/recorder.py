@@ -252,6 +252,18 @@ class TrainingReplays:
         self.started = 0
         self.unlabelled = np.zeros(env.num_games, dtype=bool)
 
+    @classmethod
+    def for_worker(cls, recipe, env, run_dir: Path | None, seed: int) -> TrainingReplays | None:
+        """The replays of a rollout worker of a run (None without ``train.replay_every`` or a run directory)."""
+        every = recipe.train.replay_every
+        if not every or run_dir is None:
+            return None
+        from fivectl.store.rundir import RunDir
+
+        run = RunDir.open(run_dir)
+        keep = int(recipe.train.replay_keep_gb * 1e9)
+        return cls(env, run.replays_path, every, keep, run.path.name, f"w{seed & 0xFFFFFF:06x}")
+
     @property
     def active(self) -> bool:
         return bool(self.recorder.recording.any())
