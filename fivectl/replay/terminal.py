@@ -9,6 +9,8 @@ events.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from rich.console import Group
 from rich.panel import Panel
@@ -91,10 +93,16 @@ def _unit_char(replay: Replay, row: int, u: int, heroes: int) -> str:
 
 def _tier(replay: Replay, u: int) -> int:
     """A tower's tier from its place in the building table (the layout is fixed per lane count)."""
+    bld_start, tiers = _building_tiers(int(replay.header["team_size"]), int(replay.header["game"]["lanes"]))
+    return int(tiers[u - bld_start])
+
+
+@functools.cache
+def _building_tiers(team_size: int, lanes: int) -> tuple[int, np.ndarray]:
     from fivectl.sim.state import build_layout
 
-    layout = build_layout(int(replay.header["team_size"]), int(replay.header["game"]["lanes"]))
-    return int(layout.b_tier[u - layout.bld_start])
+    layout = build_layout(team_size, lanes)
+    return layout.bld_start, layout.b_tier
 
 
 def sparkline(values: np.ndarray, width: int) -> str:
