@@ -16,8 +16,12 @@ import numpy as np
 from fivectl.runtime.recorder import GameRecorder, empty_predictions
 
 
-def slug(spec: str, limit: int = 40) -> str:
-    """An agent spec as part of a file name (``runs/qs@latest`` -> ``runs-qs-latest``)."""
+def slug(agent: Any, limit: int = 40) -> str:
+    """An agent as part of a file name: ``bot:easy`` -> ``bot-easy``, a checkpoint ``runs/qs@latest`` (version
+    60) -> ``qs-v60``."""
+    spec = agent.spec
+    if "@" in spec and getattr(agent, "version", None) is not None:
+        spec = f"{Path(spec.rpartition('@')[0]).name}-v{agent.version}"
     return re.sub(r"[^A-Za-z0-9]+", "-", spec).strip("-")[-limit:] or "agent"
 
 
@@ -41,7 +45,7 @@ class MatchRecording:
             a = self.roles.agents[self.roles.a_role[match]]
             b = self.roles.agents[self.roles.b_role[match]]
             by_team = [a, b] if index % 2 == 0 else [b, a]  # game i puts A on team i % 2
-            names.append(f"{slug(a.spec)}-vs-{slug(b.spec)}-s{self.seed}-g{index:04d}")
+            names.append(f"{slug(a)}-vs-{slug(b)}-s{self.seed}-g{index:04d}")
             headers.append(
                 {
                     "agents": [agent.spec for agent in by_team],

@@ -41,7 +41,7 @@ def verify_replay(replay: Replay) -> VerifyResult:
     )
     env.reset(start_rng=np.array([int(header["start_rng"])], dtype=np.uint64))
     game = np.zeros(1, dtype=np.int64)
-    mismatch = _compare(replay, 0, capture_frame(env.state, game, env.layout.n_units))
+    mismatch = _compare(replay, 0, capture_frame(env.core_state, env.state, game, env.layout.n_units))
     if mismatch:
         return VerifyResult(False, 0, mismatch)
     actions = replay.arrays["action"]
@@ -53,8 +53,8 @@ def verify_replay(replay: Replay) -> VerifyResult:
             return VerifyResult(
                 False, t + 1, f"the re-simulated game {when} at step {t + 1} of {replay.steps}"
             )
-        views = env.final if ended else env.state
-        mismatch = _compare(replay, t + 1, capture_frame(views, game, env.layout.n_units))
+        core, views = (env.final_core, env.final) if ended else (env.core_state, env.state)
+        mismatch = _compare(replay, t + 1, capture_frame(core, views, game, env.layout.n_units))
         if mismatch:
             return VerifyResult(False, t + 1, mismatch)
     return VerifyResult(True, replay.steps, f"all {replay.steps + 1} frames match the re-simulated game")

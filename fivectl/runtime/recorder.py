@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from fivectl import __version__
+from fivectl.sim import state as ST
 from fivectl.sim.objectives import OBJECTIVES, hero_networth
 from fivectl.store.replay import (
     HERO_COLUMNS,
@@ -82,24 +83,61 @@ def game_header(env, slot: int) -> dict:
     }
 
 
-def capture_frame(views, slots: np.ndarray, n_units: int) -> dict[str, np.ndarray]:
-    """The replay's state columns of games ``slots`` of a state (``env.state`` or ``env.final``): name ->
-    [len(slots), *row shape], in the replay's dtypes."""
-    shapes = row_shapes(n_units, views.level.shape[1], 0)
-    frame = {"tick": views.tick[slots].astype(np.int32)}
+# The state columns grouped by the core array they come from (``sim/state.py``), so that one frame of all the
+# recorded games is a handful of array operations; the named columns are split out once per chunk.
+UNIT_FLOATS = ("x", "y", "hp", "max_hp")
+UNIT_INTS = ("alive", "team", "utype", "target")
+HERO_INTS = ("level", "kills", "deaths", "last_hits", "denies")
+HERO_FLOATS = ("gold", "networth")
+_UF = np.array([ST.UF_X, ST.UF_Y, ST.UF_HP, ST.UF_MAX_HP])
+_UI = np.array([ST.UI_ALIVE, ST.UI_TEAM, ST.UI_UTYPE, ST.UI_TARGET])
+_HI = np.array([ST.HI_LEVEL, ST.HI_KILLS, ST.HI_DEATHS, ST.HI_LAST_HITS, ST.HI_DENIES])
+RAW_DTYPES = {
+    "tick": np.int32,
+    "unit_f": np.float32,
+    "unit_i": np.int16,
+    "hero_i": np.int16,
+    "hero_f": np.float32,
+}
+
+
+def raw_frame(core, views, slots: np.ndarray) -> dict[str, np.ndarray]:
+    """Games ``slots`` of a state (``env.core_state`` / ``env.state``, or ``env.final_core`` / ``env.final``):
+    ``tick`` [R], ``unit_f`` [R, 4, U], ``unit_i`` [R, 4, U], ``hero_i`` [R, 5, H], ``hero_f`` [R, 2, H]."""
+    rows = slots[:, None]
+    unit_i = core.ui[rows, _UI]
     # a slot no unit has used since the game started (utype 0) still holds the previous game's values: zeros
-    used = views.utype[slots] != 0
-    for name in UNIT_COLUMNS:
-        if name != "level":
-            frame[name] = np.where(used, getattr(views, name)[slots], 0).astype(shapes[name][1])
-    level = np.zeros((len(slots), n_units), np.int8)
-    level[:, : views.level.shape[1]] = views.level[slots]
-    frame["level"] = level
-    frame["networth"] = hero_networth(views)[slots].astype(np.float32)
-    for name in HERO_COLUMNS:
-        if name != "networth":
-            frame[name] = getattr(views, name)[slots].astype(shapes[name][1])
-    return frame
+    used = unit_i[:, 2:3] != 0
+    networth = hero_networth(views)[slots]
+    return {
+        "tick": core.gi[slots, ST.GI_TICK],
+        "unit_f": np.where(used, core.uf[rows, _UF], 0.0),
+        "unit_i": np.where(used, unit_i, 0),
+        "hero_i": core.hi[rows, _HI],
+        "hero_f": np.stack([core.hf[slots, ST.HF_GOLD], networth], axis=1),
+    }
+
+
+def named_columns(raw: dict[str, np.ndarray], n_units: int) -> dict[str, np.ndarray]:
+    """Raw frames [n, ...] (``raw_frame``) as the replay's state columns, in the replay's dtypes."""
+    out = {"tick": np.asarray(raw["tick"], np.int32)}
+    for group, names in (("unit_f", UNIT_FLOATS), ("unit_i", UNIT_INTS)):
+        for i, name in enumerate(names):
+            out[name] = raw[group][..., i, :].astype(UNIT_COLUMNS[name])
+    for group, names in (("hero_i", HERO_INTS), ("hero_f", HERO_FLOATS)):
+        for i, name in enumerate(names):
+            if name != "level":
+                out[name] = raw[group][..., i, :].astype(HERO_COLUMNS[name])
+    hero_level = raw["hero_i"][..., 0, :]
+    level = np.zeros((*hero_level.shape[:-1], n_units), np.int8)
+    level[..., : hero_level.shape[-1]] = hero_level
+    out["level"] = level
+    return out
+
+
+def capture_frame(core, views, slots: np.ndarray, n_units: int) -> dict[str, np.ndarray]:
+    """The replay's state columns of games ``slots``: name -> [len(slots), *row shape] (``replay verify``)."""
+    return named_columns(raw_frame(core, views, slots), n_units)
 
 
 def _hero_names() -> tuple[str, ...]:
@@ -117,8 +155,13 @@ class GameRecorder:
         self.chunk = int(chunk)
         games, heroes = env.num_games, env.agents_per_game
         self.shapes = row_shapes(env.layout.n_units, heroes, len(OBJECTIVES))
+        first = raw_frame(env.core_state, env.state, np.zeros(1, dtype=np.int64))
+        self.raw = {
+            name: np.zeros((games, self.chunk, *first[name].shape[1:]), RAW_DTYPES[name]) for name in first
+        }
         self.buf = {
-            name: np.zeros((games, self.chunk, *shape), dtype) for name, (shape, dtype) in self.shapes.items()
+            name: np.zeros((games, self.chunk, *self.shapes[name][0]), self.shapes[name][1])
+            for name in ("action", *PREDICTION_COLUMNS)
         }
         self.pos = np.zeros(games, dtype=np.int64)  # row of the current step in the slot's chunk
         self.steps = np.zeros(games, dtype=np.int64)
@@ -142,7 +185,7 @@ class GameRecorder:
         self.steps[slots] = 0
         for column in self.last.values():
             column[slots] = np.nan
-        self._capture(slots, self.env.state)
+        self._capture(slots, final=False)
 
     def annotate(self, slot: int, extra: dict) -> None:
         """Add to the header of the game recorded in ``slot`` (before its first ``chunk`` steps are written)."""
@@ -172,7 +215,7 @@ class GameRecorder:
             self._writer(slot).write(self._rows(slot, self.chunk))
             self.pos[slot] = 0
         ended = rec[np.asarray(done, dtype=bool)[rec]]
-        self._capture(rec[~np.asarray(done, dtype=bool)[rec]], self.env.state)
+        self._capture(rec[~np.asarray(done, dtype=bool)[rec]], final=False)
         return self._finish(ended, info) if len(ended) else []
 
     def close(self) -> None:
@@ -182,13 +225,15 @@ class GameRecorder:
         self.recording[:] = False
 
     # ------------------------------------------------------------------ internals
-    def _capture(self, slots: np.ndarray, views) -> None:
-        """The frame of ``views`` (``env.state`` or ``env.final``) into the current row of each slot."""
+    def _capture(self, slots: np.ndarray, final: bool) -> None:
+        """The current frame (or the final frame of games that just ended) into the current row of each slot."""
         if len(slots) == 0:
             return
+        env = self.env
+        core, views = (env.final_core, env.final) if final else (env.core_state, env.state)
         pos = self.pos[slots]
-        for name, values in capture_frame(views, slots, self.env.layout.n_units).items():
-            self.buf[name][slots, pos] = values
+        for name, values in raw_frame(core, views, slots).items():
+            self.raw[name][slots, pos] = values
 
     def _writer(self, slot: int) -> ReplayWriter:
         if self.writers[slot] is None:
@@ -206,10 +251,12 @@ class GameRecorder:
         self.pending[slot] = None
 
     def _rows(self, slot: int, n: int) -> dict[str, np.ndarray]:
-        return {name: column[slot, :n] for name, column in self.buf.items()}
+        rows = named_columns({name: raw[slot, :n] for name, raw in self.raw.items()}, self.env.layout.n_units)
+        rows.update({name: column[slot, :n] for name, column in self.buf.items()})
+        return rows
 
     def _finish(self, ended: np.ndarray, info: dict) -> list[Path]:
-        self._capture(ended, self.env.final)
+        self._capture(ended, final=True)
         pos = self.pos[ended]
         self.buf["action"][ended, pos] = NO_ACTION
         for name in PREDICTION_COLUMNS:

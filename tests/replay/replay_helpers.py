@@ -58,7 +58,12 @@ def record_games(directory: Path, seed: int = 5) -> Recorded:
         for i, slot in enumerate(slots):
             playing[slot] = started + i
             out.first_frames.append(
-                {k: v[0] for k, v in capture_frame(env.state, np.array([slot]), env.layout.n_units).items()}
+                {
+                    k: v[0]
+                    for k, v in capture_frame(
+                        env.core_state, env.state, np.array([slot]), env.layout.n_units
+                    ).items()
+                }
             )
             out.actions.append([])
             out.win_prob.append([])
