@@ -43,6 +43,7 @@ def list_(
             {
                 "file": path.name,
                 "agents": header.get("agents", []),
+                "versions": header.get("agent_versions", [None] * len(header.get("agents", []))),
                 "lineup": header.get("lineup", []),
                 "winner": TEAM_NAMES[winner] if winner in (0, 1) else "draw",
                 "seconds": round(float(result["seconds"]), 2),
@@ -56,11 +57,19 @@ def list_(
     for column in ("file", "radiant", "dire", "lineup", "winner", "length"):
         table.add_column(column)
     for r in rows:
-        agents = list(r["agents"]) + ["?", "?"]
+        agents = [_short(spec, version) for spec, version in zip(r["agents"], r["versions"], strict=False)]
+        agents += ["?", "?"]
         table.add_row(
             r["file"], agents[0], agents[1], ", ".join(r["lineup"]), r["winner"], clock(r["seconds"])
         )
     out_console.print(table)
+
+
+def _short(spec: str, version: int | None) -> str:
+    """``runs/qs@latest`` that played version 60 -> ``qs@60``; other agents as they are."""
+    if "@" not in spec or version is None:
+        return spec
+    return f"{Path(spec.rpartition('@')[0]).name}@{version}"
 
 
 @app.command("show")
