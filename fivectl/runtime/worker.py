@@ -126,6 +126,11 @@ class RolloutWorker:
         """[G, A, ...] -> [G*A, ...]: teammates stay contiguous (agent order is team0 heroes, team1 heroes)."""
         return {k: v.reshape(self.agents, *v.shape[2:]) for k, v in obs.items()}
 
+    def close(self) -> None:
+        """Drop the replays of games still being recorded (their partial files), when the worker stops."""
+        if self.replays is not None:
+            self.replays.close()
+
     def refresh_params(self) -> None:
         if self.params.version != self.version:
             self.version, scalars = self.params.read_into(self.net)
@@ -336,6 +341,7 @@ def worker_main(
     except (EOFError, BrokenPipeError):
         pass  # the learner has gone
     finally:
+        worker.close()
         del worker, views, row, ctrl, stop
         for block in (slots, params, ctrl_block):
             block.close()
