@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fivectl.replay.events import find_events, hero_stats, team_win_prob
+from fivectl.replay.events import UNIT_NAMES, find_events, hero_stats, team_win_prob
 from fivectl.sim import data as D
 from fivectl.store.atomic import write_text_atomic
 from fivectl.store.replay import Replay
@@ -78,14 +78,8 @@ def page_data(replay: Replay) -> dict:
         },
         "events": [e.to_dict() for e in events],
         "stats": hero_stats(replay, events),
-        "unitNames": {str(k): v for k, v in _unit_names().items()},
+        "unitNames": {str(k): v for k, v in UNIT_NAMES.items()},
     }
-
-
-def _unit_names() -> dict[int, str]:
-    from fivectl.replay.events import UNIT_NAMES
-
-    return UNIT_NAMES
 
 
 def render_page(replay: Replay) -> str:
