@@ -116,3 +116,12 @@ class TrainConfig:
     rollout_keep_gb: float = param(
         4.0, "Saved rollouts kept, in GB: the oldest files go first; 0 = keep every file.", ge=0
     )
+    replay_every: int = param(
+        0,
+        "Keep one in this many training games (per rollout worker) as a replay in the run's replays/, with the "
+        "learner's predictions (fivectl replay list RUN/replays); 0 = none.",
+        ge=0,
+    )
+    replay_keep_gb: float = param(
+        1.0, "Replays kept, in GB: the oldest files go first; 0 = keep every file.", ge=0
+    )
