@@ -28,7 +28,7 @@ def calibrate_columns(
     try:
         env = MobaEnv(game, games, seed, schema)
     except BadInput as e:
-        raise BadInput(f"{e} (calibration plays games encoded with the new schema; --calibrate-games 0 skips it)")
+        raise BadInput(f"{e} (calibration plays games encoded with the new schema; --calibrate-games 0 skips it)") from None
     obs = env.reset()
     memories = [BotMemory.empty(games, env.team_size) for _ in range(2)]
     rng = np.random.default_rng(seed)

@@ -79,7 +79,7 @@ def trained_looking(net: PolicyNet, seed: int = 0) -> PolicyNet:
     """Random weights everywhere, biases included, and normalizer statistics far from the prior."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
-        for name, p in net.named_parameters():
+        for p in net.parameters():
             p.copy_(torch.randn(p.shape, generator=g) * (0.5 if p.dim() > 1 else 0.2))
         for name, b in net.named_buffers():
             if name.endswith(".mean"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from surgery_helpers import make_net, schema_of, superset_dict, tiny_cfg, v2_dict, without_groups
 
 from fivectl.errors import BadInput
 from fivectl.model import PolicyNet
@@ -14,8 +15,6 @@ from fivectl.surgery.obsmap import obs_at_constants, obs_for_schema
 from fivectl.surgery.plan import apply_model
 from fivectl.surgery.retire import plan_retire
 from fivectl.surgery.widen import plan_widen
-
-from surgery_helpers import make_net, schema_of, superset_dict, tiny_cfg, v2_dict, without_groups
 
 T, TEAMS = 6, 2
 
