@@ -16,7 +16,6 @@ import torch
 
 from fivectl.config.model import ModelConfig
 from fivectl.model import PolicyNet
-from fivectl.model.summary import build_meta
 from fivectl.schema.spec import ObsSchema
 from fivectl.surgery.remap import TensorMap, map_optimizer, map_state
 
@@ -40,7 +39,7 @@ class Plan:
     exact: bool = True  # the child computes exactly the parent's function (verify holds it to 1e-5)
     seed: int = 0
     _fresh: State | None = field(default=None, repr=False)
-    _meta: dict[bool, dict[str, torch.Size]] = field(default_factory=dict, repr=False)
+    _parameters: dict[str, torch.Size] = field(default_factory=dict, repr=False)
 
     def fresh_state(self) -> State:
         """The child network's own initialization (the random part of new units), the same for every version
@@ -50,15 +49,20 @@ class Plan:
                 torch.manual_seed(self.seed)
                 net = PolicyNet(self.schema_after, self.model_after, self.team_size, obs_clip=self.obs_clip)
             self._fresh = {k: v.detach() for k, v in net.state_dict().items()}
+            self._parameters = {name: p.shape for name, p in net.named_parameters()}
         return self._fresh
 
-    def parameter_shapes(self, after: bool) -> dict[str, torch.Size]:
-        """Parameter name -> shape, in the order a learner hands the parameters to its optimizer."""
-        if after not in self._meta:
-            schema, cfg = (self.schema_after, self.model_after) if after else (self.schema_before, self.model_before)
-            net = build_meta(schema, cfg, self.team_size)
-            self._meta[after] = {name: p.shape for name, p in net.named_parameters()}
-        return self._meta[after]
+    def child_parameters(self) -> dict[str, torch.Size]:
+        """The child's parameter name -> shape, in the order a learner hands them to its optimizer."""
+        self.fresh_state()
+        return self._parameters
+
+    def parent_parameter_names(self, parent_keys: list[str]) -> list[str]:
+        """The parent's parameters in optimizer order: its ``state_dict`` keys (module order) that are parameters.
+        Every parent tensor lives on in the child under its name, so the child says which are parameters."""
+        child = self.child_parameters()
+        sources = {m.source: name for name, m in self.maps.items() if m.source is not None}
+        return [k for k in parent_keys if sources.get(k, k) in child]
 
 
 def apply_model(plan: Plan, parent: State) -> State:
@@ -68,13 +72,11 @@ def apply_model(plan: Plan, parent: State) -> State:
     return child
 
 
-def apply_optimizer(plan: Plan, learner_state: dict) -> dict:
-    """The learner's ``state_dict`` (``{"optimizer": ..., "gradient_steps": n}``) for the child network."""
+def apply_optimizer(plan: Plan, learner_state: dict, parent_keys: list[str]) -> dict:
+    """The learner's ``state_dict`` (``{"optimizer": ..., "gradient_steps": n}``) for the child network;
+    ``parent_keys``: the parent's ``state_dict`` keys in order (a checkpoint's ``model_keys``)."""
     optimizer = map_optimizer(
-        learner_state["optimizer"],
-        list(plan.parameter_shapes(after=False)),
-        plan.parameter_shapes(after=True),
-        plan.maps,
+        learner_state["optimizer"], plan.parent_parameter_names(parent_keys), plan.child_parameters(), plan.maps
     )
     return {**learner_state, "optimizer": optimizer}
 
@@ -93,5 +95,7 @@ def changed_tensors(plan: Plan, parent: State, child: State) -> list[dict[str, A
     return rows
 
 
-def parameter_count(schema: ObsSchema, cfg: ModelConfig, team_size: int) -> int:
-    return sum(p.numel() for p in build_meta(schema, cfg, team_size).parameters())
+def parameter_counts(plan: Plan, parent: State) -> tuple[int, int]:
+    """Trainable parameters before and after."""
+    before = sum(parent[k].numel() for k in plan.parent_parameter_names(list(parent)))
+    return before, sum(shape.numel() for shape in plan.child_parameters().values())

@@ -34,7 +34,7 @@ from fivectl.store.atomic import fsync_dir
 from fivectl.store.checkpoint import CheckpointStore, flatten_state, unflatten_state
 from fivectl.store.rundir import RunDir
 from fivectl.surgery.lineage import lineage_for_child
-from fivectl.surgery.plan import Plan, apply_model, apply_optimizer, changed_tensors, parameter_count
+from fivectl.surgery.plan import Plan, apply_model, apply_optimizer, changed_tensors, parameter_counts
 
 STAGE_MARK = ".surgery-"
 
@@ -166,7 +166,9 @@ def convert_version(plan: Plan, store: CheckpointStore, version: int, slim: bool
     arrays = dict(ckpt.arrays)
     arrays["model"] = {k: v.numpy() for k, v in state.items()}
     if "optimizer" in arrays:
-        learner = apply_optimizer(plan, unflatten_state(arrays["optimizer"], attrs["optimizer_meta"]))
+        learner = apply_optimizer(
+            plan, unflatten_state(arrays["optimizer"], attrs["optimizer_meta"]), attrs["model_keys"]
+        )
         arrays["optimizer"], attrs["optimizer_meta"] = flatten_state(learner)
     attrs.update(
         schema_version=plan.schema_after.version,
@@ -238,10 +240,7 @@ def operate(
             child_store.save(v, arrays, attrs)
             if on_version is not None:
                 on_version(v)
-        counts = (
-            parameter_count(plan.schema_before, plan.model_before, plan.team_size),
-            parameter_count(plan.schema_after, plan.model_after, plan.team_size),
-        )
+        counts = parameter_counts(plan, parent.state)
         if parent.run.metrics_path.is_dir():
             shutil.copytree(parent.run.metrics_path, stage / "metrics")  # the learning curve goes on
         child = RunDir.create(stage, child_recipe(parent, plan), parent.run.meta.get("recipe_source", ""))

@@ -57,14 +57,15 @@ def new_positions(old_positions: torch.Tensor, size: int) -> torch.Tensor:
     return keep.nonzero().flatten()
 
 
-def h_readers(cfg: ModelConfig, schema: ObsSchema, team_size: int) -> list[str]:
-    """Every weight that reads the LSTM output h (its input dimension is lstm_size)."""
-    from fivectl.model.summary import build_meta
-
-    net = build_meta(schema, cfg, team_size)
-    names = [f"heads.{n}.weight" for n in net.heads if n != "target_key"]
-    names += [f"aux.{n}.0.weight" for n in net.aux]
-    return names
+def h_readers(names) -> list[str]:
+    """Every weight that reads the LSTM output h: the heads' (but the target keys', which read unit embeddings)
+    and the first layer of each auxiliary head."""
+    return [
+        n
+        for n in names
+        if (n.startswith("heads.") and n.endswith(".weight") and not n.startswith("heads.target_key."))
+        or (n.startswith("aux.") and n.endswith(".0.weight"))
+    ]
 
 
 def check_sizes(cfg: ModelConfig, fc: int | None, lstm: int | None, unit_hidden: int | None) -> ModelConfig:
@@ -133,7 +134,7 @@ def plan_widen(
         plan.notes["lstm.weight_hh_l0"] = "old units read new units through zero columns"
         for bias in ("lstm.bias_ih_l0", "lstm.bias_hh_l0"):
             maps[bias] = TensorMap(bias, (rows,))
-        for name in h_readers(cfg, schema, team_size):
+        for name in h_readers(plan.child_parameters()):
             maps[name] = TensorMap(name, (slice(None), slice(0, h)), zero=[(slice(None), slice(h, h2))])
             plan.notes[name] = "reads new LSTM units through zero columns"
     return plan

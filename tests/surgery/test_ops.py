@@ -210,3 +210,71 @@ def test_retire_refuses_unknown_or_retired_fields():
         plan_retire(retired, cfg, 1, "self.gold", 0.0)
     with pytest.raises(BadInput, match="categorical"):
         plan_retire(schema, cfg, 1, "self.hero_id", 99)
+
+
+def adam_state(net: PolicyNet, seed: int = 0) -> dict:
+    from fivectl.rl.optim import ClippedAdam
+
+    optimizer = ClippedAdam(net.parameters(), lr=1e-3)
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(2):
+        for p in net.parameters():
+            p.grad = torch.randn(p.shape, generator=g)
+        optimizer.step()
+    return {"optimizer": optimizer.state_dict(), "gradient_steps": 2}
+
+
+def test_adam_moments_are_moved_by_name_and_zero_for_new_entries():
+    from fivectl.rl.optim import ClippedAdam
+    from fivectl.surgery.plan import apply_optimizer
+
+    old, new = schema_of(v2_dict()), schema_of(superset_dict())
+    parent = make_net(old, tiny_cfg())
+    learner = adam_state(parent)
+    plan = plan_add_obs(old, new, tiny_cfg(), 1, new_label="v9")
+    child = child_net(plan, parent)
+    moved = apply_optimizer(plan, learner, list(parent.state_dict()))
+    optimizer = ClippedAdam(child.parameters(), lr=1e-3)
+    optimizer.load_state_dict(moved["optimizer"])  # sizes match position by position
+    parent_names = [n for n, _ in parent.named_parameters()]
+    child_names = [n for n, _ in child.named_parameters()]
+    # the new embedding table comes before later parameters: positions shifted, names did not
+    assert parent_names.index("encoder.vector.self.0.weight") != child_names.index("encoder.vector.self.0.weight")
+    parent_state = {parent_names[i]: s for i, s in learner["optimizer"]["state"].items()}
+    child_params = dict(child.named_parameters())
+    for name, p in child.named_parameters():
+        state = optimizer.state[p]
+        if name == "encoder.embeds.self.item_ids.weight":
+            assert not state  # a new parameter: Adam starts it at step 0
+            continue
+        before = parent_state[name]["exp_avg_sq"]
+        if name in plan.maps:  # first layers of groups with new fields
+            cols = plan.maps[name].dest[1]
+            assert torch.equal(state["exp_avg_sq"][:, cols], before)
+            others = torch.ones(state["exp_avg_sq"].shape[1], dtype=torch.bool)
+            others[cols] = False
+            assert state["exp_avg_sq"][:, others].abs().sum() == 0  # the new columns hold zeros
+        else:
+            assert torch.equal(state["exp_avg_sq"], before), name
+        assert state["step"] == parent_state[name]["step"]
+    assert len(child_params) == len(parent_names) + 1
+    assert {"encoder.vector.self.0.weight", "encoder.unitsets.creeps.0.weight"} <= set(plan.maps)
+
+
+def test_widen_moves_lstm_moments_to_the_gate_rows():
+    from fivectl.surgery.plan import apply_optimizer
+
+    schema, cfg = schema_of(v2_dict()), tiny_cfg()
+    parent = make_net(schema, cfg)
+    learner = adam_state(parent)
+    plan = plan_widen(schema, cfg, 1, lstm=20)
+    child_net(plan, parent)
+    moved = apply_optimizer(plan, learner, list(parent.state_dict()))
+    names = list(plan.child_parameters())
+    position = names.index("lstm.weight_hh_l0")
+    m = moved["optimizer"]["state"][position]["exp_avg"]
+    parent_m = learner["optimizer"]["state"][[n for n, _ in parent.named_parameters()].index("lstm.weight_hh_l0")]
+    h = cfg.lstm_size
+    for k in range(4):  # each gate block keeps its rows at the front of the wider block
+        assert torch.equal(m[k * 20 : k * 20 + h, :h], parent_m["exp_avg"][k * h : (k + 1) * h])
+        assert m[k * 20 + h : (k + 1) * 20].abs().sum() == 0
