@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from fivectl.cli.common import EXIT_FAILED, err_console, handle_errors, out_console, print_json
 from fivectl.surgery.add_obs import plan_add_obs
@@ -39,23 +38,27 @@ def report(result: SurgeryResult, as_json: bool) -> None:
         print_json(result.to_json())
         return
     plan = result.plan
-    table = Table(title=f"{plan.operation}: {result.parent}@{result.version} -> {result.out}")
-    table.add_column("tensor", style="cyan", no_wrap=True)
-    table.add_column("before", justify="right")
-    table.add_column("after", justify="right")
-    table.add_column("what changed", style="dim")
+    out_console.print(f"{plan.operation}: {result.parent}@{result.version} -> {result.out}", highlight=False)
+    rows = [("tensor", "before", "", "after", "what changed")]
     for row in result.changed:
-        before = "-" if row["before"] is None else "x".join(map(str, row["before"])) or "scalar"
-        after = "x".join(map(str, row["after"])) or "scalar"
-        table.add_row(row["name"], before, after, row["note"])
-    out_console.print(table)
+        before = "new" if row["before"] is None else "x".join(map(str, row["before"])) or "scalar"
+        rows.append((row["name"], before, "->", "x".join(map(str, row["after"])) or "scalar", row["note"]))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for i, r in enumerate(rows):  # plain aligned text: long tensor names never wrap
+        line = f"  {r[0]:<{widths[0]}}  {r[1]:>{widths[1]}} {r[2]:^2} {r[3]:<{widths[3]}}  {r[4]}".rstrip()
+        out_console.print(line, style="bold" if i == 0 else None, highlight=False, soft_wrap=True)
     out_console.print(
         f"schema v{plan.schema_before.version} -> v{plan.schema_after.version}, parameters "
         f"{result.parameters_before:,} -> {result.parameters_after:,}; {len(result.versions)} checkpoint(s) "
         f"converted (the opponent pool with them) in {result.seconds:.1f} s",
         highlight=False,
+        soft_wrap=True,
     )
-    out_console.print(f"next: fivectl surgery verify {result.out}; fivectl train --run {result.out} --resume")
+    out_console.print(
+        f"next: fivectl surgery verify {result.out}; fivectl train --run {result.out} --resume",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def progress(as_json: bool):
@@ -160,12 +163,13 @@ def verify(
     if as_json:
         print_json(result)
     else:
-        table = Table(title=f"{result['parent']}@{result['parent_version']} vs {result['child']}@{result['child_version']}")
-        table.add_column("output", style="cyan")
-        table.add_column("max |delta|", justify="right")
+        out_console.print(
+            f"{result['parent']}@{result['parent_version']} vs {result['child']}@{result['child_version']}",
+            highlight=False,
+            soft_wrap=True,
+        )
         for key, value in result["max_abs_delta"].items():
-            table.add_row(key, f"{value:.3g}")
-        out_console.print(table)
+            out_console.print(f"  max |delta| {key:<8} {value:.3g}", highlight=False)
         bound = result["tolerance"]
         verdict = (
             f"within {bound:g}" if result["ok"] and bound else "exceeds " + f"{bound:g}" if bound else "drift (retire)"
