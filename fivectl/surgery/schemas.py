@@ -66,8 +66,9 @@ GROUP_KEYS = ("kind", "count", "size", "targetable")
 FIELD_KEYS = ("kind", "shape", "vocab", "norm", "retired", "constant")
 
 
-def superset_errors(old: ObsSchema, new: ObsSchema) -> list[str]:
-    """Why ``new`` cannot carry a model of ``old`` unchanged (empty when it can)."""
+def superset_errors(old: ObsSchema, new: ObsSchema, ignore: tuple[str, ...] = ()) -> list[str]:
+    """Why ``new`` cannot carry a model of ``old`` unchanged (empty when it can); field keys in ``ignore`` may
+    differ (``("retired", "constant")``: observations of ``old`` can still be fed to ``new`` at its constants)."""
     errors = []
     if new.action != old.action:
         errors.append("the action space differs (add-obs keeps the actions; it changes observations only)")
@@ -90,7 +91,7 @@ def superset_errors(old: ObsSchema, new: ObsSchema) -> list[str]:
                 errors.append(f"field {g.name}.{f.name} is missing{did_you_mean(f'{g.name}.{f.name}', candidates)}")
                 continue
             for key in FIELD_KEYS:
-                if getattr(f, key) != getattr(nf, key):
+                if key not in ignore and getattr(f, key) != getattr(nf, key):
                     errors.append(f"field {g.name}.{f.name}: {key} {getattr(f, key)!r} -> {getattr(nf, key)!r}")
     old_names = {g.name for g in old.groups}
     for g in new.groups:

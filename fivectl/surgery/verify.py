@@ -9,6 +9,8 @@ difference must stay within ``TOLERANCE``; retire changes it by design, and veri
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +22,12 @@ from fivectl.evaluate.policy_agent import load_policy
 from fivectl.model import PolicyNet
 from fivectl.schema.spec import ObsSchema
 from fivectl.store.checkpoint import CheckpointStore
-from fivectl.store.rollouts import read_rollouts
+from fivectl.store.rollouts import read_rollouts, read_schema_json
 from fivectl.store.rundir import RunDir
 from fivectl.surgery.lineage import last_surgery, parent_path
 from fivectl.surgery.obsmap import obs_for_schema
 from fivectl.surgery.run import resolve_version, split_run_spec
+from fivectl.surgery.schemas import superset_errors
 
 TOLERANCE = 1e-5
 OUTPUTS = ("logprob", "value", "win_prob")
@@ -67,6 +70,30 @@ def resolve_pair(child_spec: str, against: str | None) -> tuple[RunDir, int, Pat
     return child, number, parent, parent_version, entry
 
 
+def rollout_sources(parent: Path, schema: ObsSchema) -> Iterator[tuple[ObsSchema, dict[str, np.ndarray]]]:
+    """Stored fragments whose observations ``schema`` can be fed: the parent's own, then its ancestors' along
+    the lineage (a run made by a surgery has no rollouts until it trains), each with the schema it was encoded
+    with."""
+    run: RunDir | None = RunDir.open(parent)
+    while run is not None:
+        for fragment in read_rollouts(run.rollouts_path):
+            encoded = schema_of_file(fragment.file)
+            if encoded is None or superset_errors(encoded, schema, ignore=("retired", "constant")):
+                continue
+            if all(f"obs.{k}" in fragment.arrays for k in encoded.array_specs()):
+                yield encoded, fragment.arrays
+        entry = last_surgery(run)
+        ancestor = parent_path(run, entry) if entry is not None else None
+        run = RunDir.open(ancestor) if ancestor is not None and RunDir.is_run(ancestor) else None
+
+
+@functools.lru_cache(maxsize=64)
+def schema_of_file(path: Path) -> ObsSchema | None:
+    """The schema a rollout file was encoded with (read once per file, not per fragment)."""
+    text = read_schema_json(path)
+    return ObsSchema.from_json(text) if text else None
+
+
 def verify(child_spec: str, against: str | None = None, fragments: int = 8, seed: int = 0) -> dict[str, Any]:
     child_run, child_version, parent, parent_version, entry = resolve_pair(child_spec, against)
     parent_net, parent_attrs = load_policy(parent, parent_version)
@@ -75,14 +102,14 @@ def verify(child_spec: str, against: str | None = None, fragments: int = 8, seed
     generator = torch.Generator().manual_seed(seed)
     worst = dict.fromkeys(OUTPUTS, 0.0)
     used = samples = 0
-    for fragment in read_rollouts(RunDir.open(parent).rollouts_path):
+    for encoded, arrays in rollout_sources(parent, old):
         if used >= fragments:
             break
-        if fragment.schema_version != old.version or any(f"obs.{k}" not in fragment.arrays for k in old.array_specs()):
-            continue
-        obs, actions, first = fragment_inputs(fragment.arrays, old)
+        obs, actions, first = fragment_inputs(arrays, encoded)
         if first.shape[1] % parent_net.team_size:
             continue
+        if encoded != old:  # an ancestor's rollout: what the parent itself would have been fed
+            obs = obs_for_schema(obs, encoded, old, generator)
         want = scores(parent_net, obs, actions, first)
         got = scores(child_net, obs_for_schema(obs, old, new, generator), actions, first)
         for key in OUTPUTS:
@@ -91,7 +118,7 @@ def verify(child_spec: str, against: str | None = None, fragments: int = 8, seed
         samples += int(first.numel())
     if not used:
         raise BadInput(
-            f"{parent}: no rollouts of schema v{old.version} to replay in rollouts/ "
+            f"{parent}: no rollouts its schema v{old.version} can read, in its rollouts/ or its ancestors' "
             "(training keeps one fragment in train.rollout_save_every)"
         )
     exact = bool(entry.get("exact", True)) if entry is not None else True

@@ -82,6 +82,10 @@ def test_lineage_records_the_chain_of_surgeries(parent_run, tmp_path, schemas_di
     assert second["time"] and second["versions_converted"] == CheckpointStore(more / "checkpoints.zarr").versions()
     assert max(second["versions_converted"]) == 3  # the operated version of the first surgery
     assert RunDir.open(more).load_recipe().model.schema_version == 9
+    # "wide" never trained, so it has no rollouts: verify replays the original run's, encoded for v2
+    verified = invoke("surgery", "verify", str(more), "--json")
+    assert verified.exit_code == 0, verified.output
+    assert json.loads(verified.stdout)["ok"] and json.loads(verified.stdout)["fragments"] >= 1
 
 
 def test_add_obs_calibrates_new_columns_per_column(parent_run, tmp_path, schemas_dir):
