@@ -31,40 +31,30 @@ class TensorMap:
     zero: list[tuple[Index, ...]] = field(default_factory=list)  # child regions set to 0 after the copy
 
 
-def positions(old: int, new: int) -> slice:
-    """The first ``old`` of ``new`` positions: where a widened dimension keeps its old units."""
-    return slice(0, old)
-
-
-def _grid(index: tuple[Index, ...]) -> tuple[Index, ...]:
-    """An index usable on both sides of an assignment: two or more tensors are broadcast against each other
-    (an outer product of positions), a single tensor keeps its dimension in place."""
-    tensors = [i for i, ix in enumerate(index) if isinstance(ix, torch.Tensor)]
-    if len(tensors) <= 1:
+def _grid(index: tuple[Index, ...], shape: torch.Size) -> tuple[Index, ...]:
+    """An index usable on both sides of an assignment. A single position list keeps its dimension in place;
+    with two or more, every dimension becomes a position list broadcast against the others (an outer product),
+    so ``target[grid]`` has the shape of the block being written."""
+    if sum(isinstance(ix, torch.Tensor) for ix in index) <= 1:
         return index
-    out = list(index)
-    for i, d in enumerate(tensors):
-        shape = [1] * len(tensors)
-        shape[i] = -1
-        out[d] = index[d].view(shape)
-        if any(not isinstance(index[k], torch.Tensor) and index[k] != slice(None) for k in range(len(index))):
-            raise BadInput("internal: cannot mix two position lists with partial slices")
-    return tuple(out)
+    full = list(index) + [slice(None)] * (len(shape) - len(index))
+    lists = [ix if isinstance(ix, torch.Tensor) else torch.arange(*ix.indices(shape[d])) for d, ix in enumerate(full)]
+    return tuple(ix.view([-1 if k == d else 1 for k in range(len(shape))]) for d, ix in enumerate(lists))
 
 
 def place(target: torch.Tensor, source: torch.Tensor, dest: tuple[Index, ...]) -> None:
     """``target[dest] = source``, with ``dest`` as in :class:`TensorMap`."""
     if not dest:
         if target.shape != source.shape:
-            raise BadInput(f"internal: shape {tuple(source.shape)} cannot be copied into {tuple(target.shape)}")
+            raise ValueError(f"shape {tuple(source.shape)} cannot be copied into {tuple(target.shape)}")
         target.copy_(source)
         return
-    target[_grid(dest)] = source.to(target.dtype)
+    target[_grid(dest, target.shape)] = source.to(target.dtype)
 
 
 def zero_regions(target: torch.Tensor, regions: Iterable[tuple[Index, ...]]) -> None:
     for region in regions:
-        target[_grid(region)] = 0
+        target[_grid(region, target.shape)] = 0
 
 
 def map_state(
@@ -81,7 +71,7 @@ def map_state(
         child[name] = value
     unused = set(parent) - {maps.get(n, TensorMap(n)).source for n in fresh}
     if unused:
-        raise BadInput(f"internal: the surgery would drop parent tensors {sorted(unused)[:3]}")
+        raise ValueError(f"the surgery would drop parent tensors {sorted(unused)[:3]}")
     return child
 
 
