@@ -47,8 +47,12 @@ def report(result: SurgeryResult, as_json: bool) -> None:
     for i, r in enumerate(rows):  # plain aligned text: long tensor names never wrap
         line = f"  {r[0]:<{widths[0]}}  {r[1]:>{widths[1]}} {r[2]:^2} {r[3]:<{widths[3]}}  {r[4]}".rstrip()
         out_console.print(line, style="bold" if i == 0 else None, highlight=False, soft_wrap=True)
+    before, after = plan.schema_before.version, plan.schema_after.version
+    schema = f"schema v{before} -> v{after}" if before != after else f"schema v{after}"
+    if plan.operation == "retire":
+        schema += f" with {plan.args['field']} fed {plan.args['constant']:g}"
     out_console.print(
-        f"schema v{plan.schema_before.version} -> v{plan.schema_after.version}, parameters "
+        f"{schema}, parameters "
         f"{result.parameters_before:,} -> {result.parameters_after:,}; {len(result.versions)} checkpoint(s) "
         f"converted (the opponent pool with them) in {result.seconds:.1f} s",
         highlight=False,

@@ -18,7 +18,7 @@ def test_add_obs_from_a_schema_file_then_verify(parent_run, tmp_path):
                     "--calibrate-games", "2")  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "encoder.vector.self.0.weight" in result.stdout and "new input columns, zero" in result.stdout
-    assert "schema v2 -> v9" in result.stdout
+    assert "schema v2 -> v9, parameters" in result.stdout
     verified = invoke("surgery", "verify", str(out))
     assert verified.exit_code == 0, verified.output
     assert "within 1e-05" in verified.stdout
