@@ -31,7 +31,7 @@ from fivectl.config.loader import to_dict
 from fivectl.errors import BadInput
 from fivectl.schema.spec import ObsSchema
 from fivectl.store.atomic import fsync_dir
-from fivectl.store.checkpoint import CheckpointStore, flatten_state, unflatten_state
+from fivectl.store.checkpoint import Checkpoint, CheckpointStore, flatten_state, unflatten_state
 from fivectl.store.rundir import RunDir
 from fivectl.surgery.lineage import lineage_for_child
 from fivectl.surgery.plan import Plan, apply_model, apply_optimizer, changed_tensors, parameter_counts
@@ -52,6 +52,7 @@ class Parent:
     model: ModelConfig
     team_size: int
     state: dict[str, torch.Tensor]
+    checkpoint: Checkpoint  # the operated version, whole (it is converted too: read once)
 
 
 @dataclass
@@ -104,7 +105,9 @@ def resolve_version(store: CheckpointStore, version: str, spec: str) -> int:
 
 
 def model_state(arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> dict[str, torch.Tensor]:
-    return {k: torch.from_numpy(np.array(arrays[k])) for k in attrs["model_keys"]}
+    """The parent's tensors, read only: loaded arrays are used in place when torch can take them (a paper-scale
+    model is 640 MB; a copy costs seconds)."""
+    return {k: torch.from_numpy(a if (a := arrays[k]).flags.writeable else np.array(a)) for k in attrs["model_keys"]}
 
 
 def open_parent(spec: str) -> Parent:
@@ -112,7 +115,7 @@ def open_parent(spec: str) -> Parent:
     run = RunDir.open(path)
     store = CheckpointStore(run.checkpoints_path)
     number = resolve_version(store, version, spec)
-    ckpt = store.load(number, sections=("model",))
+    ckpt = store.load(number)
     attrs = ckpt.attrs
     model = recipe_from_dict({"model": attrs["model_config"]}, source=f"checkpoint v{number}").model
     return Parent(
@@ -125,6 +128,7 @@ def open_parent(spec: str) -> Parent:
         model=model,
         team_size=int(attrs["team_size"]),
         state=model_state(ckpt.arrays["model"], attrs),
+        checkpoint=ckpt,
     )
 
 
@@ -158,9 +162,8 @@ def child_recipe(parent: Parent, plan: Plan) -> Recipe:
     return replace(parent.recipe, model=model)
 
 
-def convert_version(plan: Plan, store: CheckpointStore, version: int, slim: bool) -> tuple[dict, dict]:
+def convert_version(plan: Plan, ckpt: Checkpoint) -> tuple[dict, dict]:
     """One checkpoint of the parent -> (arrays, attrs) of the child's checkpoint of the same number."""
-    ckpt = store.load(version, sections=("model",) if slim else None)
     attrs = dict(ckpt.attrs)
     state = apply_model(plan, model_state(ckpt.arrays["model"], attrs))
     arrays = dict(ckpt.arrays)
@@ -175,7 +178,7 @@ def convert_version(plan: Plan, store: CheckpointStore, version: int, slim: bool
         schema=plan.schema_after.to_json(),
         model_config=to_dict(replace(plan.model_after, schema_version=plan.schema_after.version)),
         model_keys=list(state),
-        surgery={"operation": plan.operation, "version": version},
+        surgery={"operation": plan.operation, "version": ckpt.version},
     )
     return arrays, attrs
 
@@ -233,7 +236,12 @@ def operate(
     try:
         child_store = CheckpointStore(stage / "checkpoints.zarr")
         for v in versions:  # ascending: the operated version is saved last and becomes the pointer
-            arrays, attrs = convert_version(plan, parent.store, v, info[v])
+            if v == parent.version:
+                ckpt = parent.checkpoint
+            else:
+                ckpt = parent.store.load(v, sections=("model",) if info[v] else None)
+            arrays, attrs = convert_version(plan, ckpt)
+            del ckpt
             if v == parent.version:
                 attrs = with_warm_period(attrs, parent.recipe.train.warmup_versions)
                 changed = changed_tensors(plan, parent.state, {k: torch.from_numpy(a) for k, a in arrays["model"].items()})
