@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from surgery_helpers import invoke, run_json
@@ -59,6 +60,13 @@ def test_every_kept_version_and_the_pool_get_the_same_surgery(parent_run, tmp_pa
         assert same_function(parent_net, child_net, seed=v) <= 1e-5
     assert tree_digest(parent_run) == before  # the parent is never modified
     recipe = RunDir.open(out).load_recipe()
+    # a rollout worker of the child loads every pool member as its opponent network (it falls back to the
+    # latest parameters, silently, on a version it cannot load)
+    from fivectl.runtime.opponents import OpponentSet
+    from fivectl.schema import load_schema
+
+    opponents = OpponentSet(recipe, load_schema(2), out, games=2, rng=np.random.default_rng(0))
+    assert all(opponents.net(v) is not None for v in pool) and opponents.missing == 0
     assert recipe.model.lstm_size == 24 and recipe.model.unit_hidden == 20
     assert report["parameters_after"] > report["parameters_before"]
     changed = {row["name"]: row for row in report["changed"]}
