@@ -1,13 +1,14 @@
 # fivectl: the two commands of the README contract.
 #   make train  -> creates .venv, installs fivectl, trains the quickstart recipe on the embedded game
 #   make test   -> creates .venv, installs fivectl, runs ruff and the test suite
+#   make test-slow -> the tests marked slow (the paper-scale network; ~3 GB of memory), skipped by make test
 PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TORCH  ?= torch==2.13.0
 
-.PHONY: install train test lint bench clean
+.PHONY: install train test test-slow lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +36,10 @@ lint: $(STAMP)
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# -m slow replaces the "not slow" filter that pyproject.toml's addopts sets.
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

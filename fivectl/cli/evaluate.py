@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from fivectl.cli.common import handle_errors, out_console, print_json
+from fivectl.cli.common import err_console, handle_errors, out_console, print_json
 from fivectl.config import GameConfig, load_recipe
 from fivectl.errors import BadInput
 
@@ -22,7 +25,11 @@ REPO_RECIPE = Path(__file__).resolve().parents[2] / DEFAULT_RECIPE
 
 AgentArg = Annotated[
     str,
-    typer.Argument(help="random, bot:passive, bot:easy, bot:medium or RUN_DIR@VERSION.", show_default=False),
+    typer.Argument(
+        help="random, bot:passive, bot:easy, bot:medium, RUN_DIR@VERSION or RUN_DIR@latest (the newest checkpoint "
+        "that loads: a corrupt newest one is skipped with a warning).",
+        show_default=False,
+    ),
 ]
 
 
@@ -57,7 +64,8 @@ def match(
         raise BadInput(f"--games: must be >= 1, got {games}")
     if batch < 1:
         raise BadInput(f"--batch: must be >= 1, got {batch}")
-    agent_a, agent_b = parse_agent(a), parse_agent(b)
+    with fallback_warnings_on_stderr():
+        agent_a, agent_b = parse_agent(a), parse_agent(b)
     game_cfg, schema_version = _game_section(recipe, set_ or [])
     # An agent that reads a fixed schema (a checkpoint) decides; otherwise the recipe's schema is encoded.
     reads_own_schema = agent_a.schema_version is not None or agent_b.schema_version is not None
@@ -67,6 +75,22 @@ def match(
         print_json({**result.to_dict(), "game": f"{game_cfg.team_size}v{game_cfg.team_size}"})
         return
     out_console.print(_report(result, game_cfg), highlight=False)
+
+
+@contextmanager
+def fallback_warnings_on_stderr() -> Iterator[None]:
+    """A ``RUN@latest`` whose newest checkpoint is corrupt plays the newest good one: say so on one stderr line
+    (``warning: ...``), as training does when it resumes past a corrupt checkpoint. Other warnings pass on."""
+    from fivectl.store.checkpoint import CheckpointFallbackWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CheckpointFallbackWarning)
+        yield
+    for w in caught:
+        if issubclass(w.category, CheckpointFallbackWarning):
+            err_console.print(f"warning: {' '.join(str(w.message).split())}", highlight=False, soft_wrap=True)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def _game_section(recipe: Path | None, overrides: list[str]) -> tuple[GameConfig, int]:

@@ -58,6 +58,9 @@ def list_runs(
     out_console.print(table)
 
 
+NEWEST_SHOWN = 3  # checkpoints listed one by one in `runs show` (the rest are summarised)
+MILESTONES_SHOWN = 8  # more milestones than this are shown as a count and a range
+
 RunArg = Annotated[Path, typer.Argument(help="A run directory, e.g. runs/quickstart.")]
 
 
@@ -67,7 +70,8 @@ def show(
     run: RunArg,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Versions, samples, samples/s, staleness, reuse, the latest metrics and the checkpoint list of a run."""
+    """Versions, samples, samples/s, staleness, reuse, the latest metrics and a summary of the checkpoints (the
+    newest few in detail; --json lists every one)."""
     summary = run_summary(RunDir.open(run))
     if as_json:
         print_json(summary)
@@ -78,7 +82,8 @@ def show(
     else:
         out_console.print("metrics: none yet")
     if summary["checkpoints"]:
-        out_console.print(_checkpoints_table(summary["checkpoints"]))
+        out_console.print(_checkpoint_summary_table(summary["checkpoint_summary"]))
+        out_console.print(_checkpoints_table(summary["checkpoints"][-NEWEST_SHOWN:]))
     else:
         out_console.print("checkpoints: none yet")
 
@@ -90,9 +95,16 @@ def plot(
     out: Annotated[
         Path | None, typer.Option("--out", help="PNG to write (default RUN/logs/learning_curves.png).")
     ] = None,
+    x: Annotated[
+        str,
+        typer.Option(
+            "--x",
+            help="x axis: samples (comparable across machines) or minutes of training (depend on the CPU).",
+        ),
+    ] = "samples",
 ) -> None:
-    """Write a PNG of the learning curves of a run."""
-    path = plot_learning_curves(RunDir.open(run), out)
+    """Write a PNG of the learning curves of a run, against samples (default) or minutes."""
+    path = plot_learning_curves(RunDir.open(run), out, x)
     out_console.print(f"wrote {path}")
 
 
@@ -123,7 +135,7 @@ def _overview_table(s: dict) -> Table:
         ("name", s["name"]),
         ("schema", f"v{s['schema_version']}" if s["schema_version"] else None),
         ("latest version", s["latest_version"] if s["latest_version"] is not None else "none yet"),
-        ("checkpoints", f"{len(versions)} ({', '.join(map(str, versions))})" if versions else "none yet"),
+        ("checkpoints", f"{len(versions)}" if versions else "none yet"),
         ("iterations", s["iterations"]),
         ("samples", s["samples"]),
         ("samples/s", s["samples_per_s"]),
@@ -146,8 +158,39 @@ def _metrics_table(last: dict) -> Table:
     return table
 
 
+def _checkpoint_summary_table(c: dict) -> Table:
+    table = Table(title="checkpoints", show_header=False)
+    table.add_column("key", style="cyan")
+    table.add_column("value")
+    table.add_row("count", f"{c['count']:,}")
+    table.add_row("versions", f"v{c['first']}-v{c['last']}" if c["count"] > 1 else f"v{c['first']}")
+    table.add_row("spacing", _spacing(c["spacing"]))
+    table.add_row("milestones", _version_list(c["milestones"]))
+    table.add_row("model only", f"{c['model_only']:,} (opponent-pool members)" if c["model_only"] else "none")
+    if c["unreadable"]:
+        table.add_row("unreadable", _version_list(c["unreadable"]))
+    table.add_row("size", _size(c["bytes"]))
+    return table
+
+
+def _spacing(gaps: dict | None) -> str:
+    if gaps is None:
+        return "-"
+    if gaps["min"] == gaps["max"]:
+        return f"every {gaps['min']:,} versions"
+    return f"{gaps['min']:,}-{gaps['max']:,} versions apart (median {gaps['median']:g})"
+
+
+def _version_list(versions: list[int]) -> str:
+    if not versions:
+        return "none"
+    if len(versions) <= MILESTONES_SHOWN:
+        return ", ".join(f"v{v}" for v in versions)
+    return f"{len(versions)}: v{versions[0]}, v{versions[1]}, ..., v{versions[-1]}"
+
+
 def _checkpoints_table(checkpoints: list[dict]) -> Table:
-    table = Table(title="checkpoints")
+    table = Table(title=f"newest {len(checkpoints)} checkpoint(s)")
     for col in ("version", "iteration", "samples", "size", "milestone", "kept"):
         table.add_column(col)
     for c in checkpoints:
@@ -157,6 +200,6 @@ def _checkpoints_table(checkpoints: list[dict]) -> Table:
             _fmt(c.get("samples")),
             _size(c["bytes"]),
             "yes" if c["milestone"] else "",
-            "model only" if c.get("model_only") else "whole",
+            "unreadable" if c.get("readable") is False else "model only" if c.get("model_only") else "whole",
         )
     return table

@@ -39,7 +39,9 @@ def train(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary at the end.")] = False,
 ) -> None:
     """Start (or --resume) a run: rollout workers + PPO learner, checkpoints, rollouts and metrics in the run dir."""
-    from fivectl.runtime.trainer import TrainOptions, train_run
+    from fivectl.evaluate.periodic import PeriodicEvaluator
+    from fivectl.runtime.learner_loop import train_run
+    from fivectl.runtime.run_setup import TrainOptions
 
     overrides = list(set_ or [])
     for key, value in (
@@ -61,7 +63,14 @@ def train(
         run = Path("runs") / f"{recipe.stem}-{stamp}"
     if not resume and recipe is None:
         raise BadInput("give a RECIPE to start a run (or --resume --run DIR to continue one)")
-    summary = train_run(TrainOptions(run_dir=run, recipe_path=recipe, resume=resume, overrides=overrides))
+    opts = TrainOptions(
+        run_dir=run,
+        recipe_path=recipe,
+        resume=resume,
+        overrides=overrides,
+        evaluation=PeriodicEvaluator.for_run,
+    )
+    summary = train_run(opts)
     if as_json:
         print_json(summary)
     else:

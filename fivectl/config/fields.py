@@ -76,10 +76,3 @@ class Schedule:
         if len(self.points) == 1:
             return self.points[0][1]
         return {"points": self.points, "interp": self.interp, "unit": self.unit}
-
-
-def doc_of(cls: type, name: str) -> str:
-    for f in dataclasses.fields(cls):
-        if f.name == name:
-            return f.metadata.get("doc", "")
-    return ""

@@ -1,4 +1,4 @@
-"""``[game]``: the embedded MOBA (DESIGN.md §2)."""
+"""``[game]``: the embedded MOBA (``fivectl.sim``): team size, lanes, frame rate, fog and randomization."""
 
 from __future__ import annotations
 

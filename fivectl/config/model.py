@@ -1,4 +1,4 @@
-"""``[model]``: the policy network (DESIGN.md §4, paper appendix H)."""
+"""``[model]``: the policy network (paper appendix H)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``[train]``: PPO, the actor-learner runtime and checkpoints (DESIGN.md §5-6, paper §4, C, M)."""
+"""``[train]``: PPO, the actor-learner runtime and checkpoints (paper §4, appendices C and M)."""
 
 from __future__ import annotations
 

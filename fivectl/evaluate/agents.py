@@ -141,7 +141,7 @@ def sample_masked(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 class RandomAgent:
     """Uniform over valid actions: a primary action the masks allow (with a valid unit target if it needs one),
     a uniform delay, a uniform valid target slot if the action takes one and a uniform 9x9 offset if it uses one.
-    TrueSkill's zero point (DESIGN.md §7)."""
+    TrueSkill's zero point."""
 
     schema_version = None
 

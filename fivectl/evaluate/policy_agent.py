@@ -25,12 +25,14 @@ def split_spec(spec: str) -> tuple[Path, str]:
     return Path(path), version
 
 
-def resolve_version(store: CheckpointStore, version: str, spec: str) -> int:
+def resolve_version(store: CheckpointStore, version: str, spec: str) -> int | None:
+    """The checkpoint number a spec names, or None for ``latest``: the newest version that loads, found by
+    :meth:`CheckpointStore.load` (past corrupt ones, with a ``CheckpointFallbackWarning``, as training resumes)."""
     versions = store.versions()
     if not versions:
         raise BadInput(f"agent {spec!r}: the run has no checkpoint yet")
     if version == "latest":
-        return versions[-1]
+        return None
     try:
         number = int(version.lstrip("v"))
     except ValueError:
@@ -41,8 +43,9 @@ def resolve_version(store: CheckpointStore, version: str, spec: str) -> int:
     return number
 
 
-def load_policy(run_dir: Path, version: int) -> tuple[PolicyNet, dict[str, Any]]:
-    """The network of checkpoint ``version`` of a run, with the checkpoint's own schema and model config."""
+def load_policy(run_dir: Path, version: int | None) -> tuple[PolicyNet, dict[str, Any], int]:
+    """The network of checkpoint ``version`` of a run (None: the newest good one), with the checkpoint's own
+    schema and model config, and the version loaded. An explicit version that is corrupt is an error."""
     store = CheckpointStore(RunDir.open(run_dir).checkpoints_path)
     ckpt = store.load(version, sections=("model",))
     attrs = ckpt.attrs
@@ -52,7 +55,7 @@ def load_policy(run_dir: Path, version: int) -> tuple[PolicyNet, dict[str, Any]]
     net = PolicyNet(schema, model_cfg, int(attrs["team_size"]))
     net.load_state_dict({k: torch.from_numpy(np.array(ckpt.arrays["model"][k])) for k in attrs["model_keys"]})
     net.eval()
-    return net, attrs
+    return net, attrs, ckpt.version
 
 
 class PolicyAgent:
@@ -61,9 +64,9 @@ class PolicyAgent:
     def __init__(self, spec: str, deterministic: bool = False):
         run_dir, version = split_spec(spec)
         run = RunDir.open(run_dir)
-        self.version = resolve_version(CheckpointStore(run.checkpoints_path), version, spec)
+        wanted = resolve_version(CheckpointStore(run.checkpoints_path), version, spec)
         self.spec = spec
-        self.net, attrs = load_policy(run_dir, self.version)
+        self.net, attrs, self.version = load_policy(run_dir, wanted)
         self.schema_version = int(attrs["schema_version"])
         self.team_size = int(attrs["team_size"])
         self.deterministic = deterministic

@@ -66,7 +66,7 @@ _WORKER_POOL: AgentPool | None = None
 def use_one_torch_thread() -> None:
     """Evaluation runs small batches (one forward pass per game step), where torch's extra threads only spin:
     two 200-game matches side by side on 2 cores took 29 s each with one thread and had not finished after 20
-    minutes with the default threads (benchmarks/RESULTS.md, session 11). Parallelism comes from processes
+    minutes with the default threads (benchmarks/RESULTS.md, "team frame, restore mask, faster evaluation", 2026-11-23). Parallelism comes from processes
     (``--workers``) instead."""
     import torch
 

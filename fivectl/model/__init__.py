@@ -1,4 +1,4 @@
-"""The policy/value network (DESIGN.md §4, paper appendix H, HoK): see ``policy.PolicyNet``."""
+"""The policy/value network (paper appendix H; the Honor of Kings 1v1 paper): see ``policy.PolicyNet``."""
 
 from fivectl.model.layout import InputSlice, embedding_param, field_input_slices, group_fc_columns
 from fivectl.model.policy import ActOutput, EvalOutput, PolicyNet, cross_hero_pool, obs_to_torch, run_lstm

@@ -19,7 +19,7 @@ from torch import nn
 
 from fivectl.config.model import ModelConfig
 from fivectl.errors import BadInput
-from fivectl.rl.normalize import RunningMeanStd
+from fivectl.model.normalize import RunningMeanStd
 from fivectl.schema.spec import Group, ObsSchema
 
 Obs = dict[str, torch.Tensor]

@@ -1,8 +1,6 @@
-"""Running statistics: observation normalization and reward scaling (paper appendix C, "Observations" and
-"Reward"; the usual PPO implementations for the return-based reward scale).
-
-Both keep float64 statistics so that billions of samples do not lose precision, and both store only tensors so a
-checkpoint holds them without pickling.
+"""Reward scaling by the running standard deviation of the discounted return (paper appendix C, "Reward"; the
+usual PPO implementations). Its statistics are the model's running-moments module (``RunningMeanStd``), kept in
+float64 and as tensors only, so a checkpoint holds them without pickling.
 """
 
 from __future__ import annotations
@@ -11,104 +9,7 @@ import torch
 from torch import nn
 
 from fivectl.errors import BadInput
-
-
-def merge_moments(
-    mean: torch.Tensor,
-    var: torch.Tensor,
-    count: torch.Tensor,
-    batch_mean: torch.Tensor,
-    batch_var: torch.Tensor,
-    batch_count: float,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Merge two (mean, population variance, count) summaries (Chan, Golub & LeVeque 1979, parallel form).
-
-    delta = mb - m;  n' = n + nb;  m' = m + delta * nb / n';  M2' = n v + nb vb + delta^2 n nb / n';  v' = M2'/n'
-    """
-    total = count + batch_count
-    delta = batch_mean - mean
-    new_mean = mean + delta * (batch_count / total)
-    m2 = var * count + batch_var * batch_count + delta.square() * (count * batch_count / total)
-    return new_mean, m2 / total, total
-
-
-class RunningMeanStd(nn.Module):
-    """Running mean/variance of a feature vector and the clipped standardization it defines.
-
-    Paper C: observations are normalized by a running mean and standard deviation and clipped to +-5. ``mask``
-    selects the columns to normalize (float features); the others (categorical ids, flags) pass through.
-    Buffers ``mean``, ``var``, ``count`` (float64) travel with the model's ``state_dict``.
-    """
-
-    def __init__(self, size: int, mask: torch.Tensor | None = None, clip: float = 5.0, eps: float = 1e-8):
-        super().__init__()
-        if size < 1:
-            raise BadInput(f"RunningMeanStd size must be >= 1, got {size}")
-        if mask is None:
-            mask = torch.ones(size, dtype=torch.bool)
-        mask = torch.as_tensor(mask, dtype=torch.bool)
-        if mask.shape != (size,):
-            raise BadInput(f"RunningMeanStd mask has shape {tuple(mask.shape)}, expected ({size},)")
-        self.size = size
-        self.clip = float(clip)
-        self.eps = float(eps)
-        self.register_buffer("mask", mask.clone())
-        self.register_buffer("mean", torch.zeros(size, dtype=torch.float64))
-        self.register_buffer("var", torch.ones(size, dtype=torch.float64))
-        # count starts at 0: the first update replaces the prior (mean 0, var 1) entirely.
-        self.register_buffer("count", torch.zeros((), dtype=torch.float64))
-        self._standardizer_cache: tuple[tuple, torch.Tensor, torch.Tensor] | None = None
-
-    def _apply(self, fn, recurse=True):
-        # model.float() / .half() would truncate the float64 statistics; only device moves apply to them.
-        def keep_float64(t: torch.Tensor) -> torch.Tensor:
-            out = fn(t)
-            if t.dtype == torch.float64 and out.dtype != torch.float64:
-                return t.to(device=out.device)
-            return out
-
-        self._standardizer_cache = None
-        return super()._apply(keep_float64, recurse)
-
-    @torch.no_grad()
-    def update(self, x: torch.Tensor) -> None:
-        """Fold every row of ``x`` [..., size] into the statistics (all leading dims are samples)."""
-        if x.shape[-1] != self.size:
-            raise BadInput(f"RunningMeanStd expects last dim {self.size}, got shape {tuple(x.shape)}")
-        rows = x.detach().reshape(-1, self.size).to(torch.float64)
-        n = rows.shape[0]
-        if n == 0:
-            return
-        batch_mean = rows.mean(dim=0)
-        batch_var = rows.var(dim=0, unbiased=False)
-        mean, var, count = merge_moments(self.mean, self.var, self.count, batch_mean, batch_var, float(n))
-        self.mean.copy_(mean)
-        self.var.copy_(var)
-        self.count.copy_(count)
-
-    @property
-    def std(self) -> torch.Tensor:
-        return torch.sqrt(self.var + self.eps)
-
-    def standardizer(self, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """(mean, 1 / std) in ``dtype``, recomputed only when the statistics change.
-
-        A rollout worker normalizes every step with statistics that change once per published version, so
-        converting the float64 buffers on every call was 8% of its time. The tensors' version counters change
-        on every in-place write (``update``, ``load_state_dict``, a worker's parameter copy), which keys the cache.
-        """
-        key = (self.mean._version, self.var._version, self.mean.data_ptr(), self.var.data_ptr(), dtype)
-        cache = self._standardizer_cache
-        if cache is None or cache[0] != key:
-            cache = (key, self.mean.to(dtype), torch.rsqrt(self.var + self.eps).to(dtype))
-            self._standardizer_cache = cache
-        return cache[1], cache[2]
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """(x - mean) / sqrt(var + eps) clipped to +-clip on masked columns; other columns unchanged."""
-        mean, inv_std = self.standardizer(x.dtype)
-        normalized = ((x - mean) * inv_std).clamp(-self.clip, self.clip)
-        return torch.where(self.mask, normalized, x)
+from fivectl.model.normalize import RunningMeanStd
 
 
 class RewardScaler(nn.Module):

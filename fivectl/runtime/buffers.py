@@ -1,4 +1,4 @@
-"""Fragment buffers in shared memory: what rollout workers write and the learner reads (DESIGN.md §5).
+"""Fragment buffers in shared memory: what rollout workers write and the learner reads.
 
 A fragment is ``T`` consecutive steps of one worker's batch of games. Its arrays live in one slot of a
 ``multiprocessing.shared_memory`` block, so the learner reads them without pickling (measured here: ~18 GiB/s

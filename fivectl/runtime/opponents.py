@@ -18,10 +18,9 @@ import torch
 from fivectl.config import Recipe
 from fivectl.model import PolicyNet
 from fivectl.schema import ObsSchema
+from fivectl.selfplay.pool import LATEST
 from fivectl.sim.bots import BOT_LEVELS, BotMemory, bot_actions
 from fivectl.store.checkpoint import CheckpointStore
-
-LATEST = -1
 
 
 def bot_code(level: str) -> int:

@@ -116,7 +116,3 @@ class ParameterStore:
     def close(self, unlink: bool = False) -> None:
         self.views = {}
         self._slots.close(unlink=unlink)
-
-
-def np_dtype_of(t: torch.Tensor) -> np.dtype:
-    return t.detach().cpu().numpy().dtype

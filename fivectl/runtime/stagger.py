@@ -4,7 +4,7 @@ A worker's games all start when it starts, and in the embedded game most of them
 limit, so without this they stay in step forever: every fragment, and so every learner batch, comes from one
 moment of the game, and all the win/loss rewards land in the same batch. The learner then sees the early game
 for a while, then the late game, and its value loss is about 50 times higher on the batches of game ends
-(benchmarks/RESULTS.md, session 9). Spreading the games, as many independent actors would, makes each batch a
+(benchmarks/RESULTS.md, "every learner batch came from one moment of the game", 2026-11-24). Spreading the games, as many independent actors would, makes each batch a
 mix of all moments of the game.
 """
 
@@ -60,7 +60,9 @@ def stagger_game_starts(
             break
         for team in (0, 1):
             side = np.full(G, team, dtype=np.int64)
-            actions[:, team * k : (team + 1) * k] = bot_actions(env, obs, side, WARM_UP_BOT, memories[team], rng)
+            actions[:, team * k : (team + 1) * k] = bot_actions(
+                env, obs, side, WARM_UP_BOT, memories[team], rng
+            )
         obs, _, done, _ = env.step(actions)
         for memory in memories:
             memory.forget(done)

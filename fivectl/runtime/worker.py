@@ -225,7 +225,7 @@ class RolloutWorker:
             obs, components, done, info = self.env.step(actions)
             rewards = shape_rewards(components, self.recipe.reward, info["game_time"], k, self.team_spirit)
             winner = np.asarray(info["winner"]).astype(np.int8)
-            seconds = np.asarray(info.get("episode_seconds", info["game_time"]), dtype=np.float64)
+            seconds = np.asarray(info["game_time"], dtype=np.float64)
             invalid = np.asarray(info["invalid_actions"]).reshape(G, 2 * k)
             events = None
             if self.objectives is not None:

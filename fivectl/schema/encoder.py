@@ -1,4 +1,4 @@
-"""Observation encoder: batched game state -> the arrays of a schema version (DESIGN.md §3, paper E).
+"""Observation encoder: batched game state -> the arrays of a schema version (paper appendix E).
 
 Design (so that a schema v2 is a TOML edit plus a few lines here):
 
@@ -10,6 +10,11 @@ Design (so that a schema v2 is a TOML edit plus a few lines here):
   for every game and agent and calls the feature function of each column — no Python loop over units or agents.
   Adding a field = add ``name -> code`` to a registry and a branch computing it in the matching ``*_feature``
   function below; adding a group = add its source.
+- Kernel functions take a handful of namedtuples, never loose arrays: the game state ``S``, layout ``L`` and
+  parameters ``P`` (``fivectl.sim.state``), the compiled tables ``T`` (``EncoderTables``), the output buffers
+  ``B`` (``ObsBuffers``) and the scratch ``X`` (``EncoderScratch``). A feature that reads another state array,
+  or a new table, therefore changes no signature. The feature functions are inlined, so reading the tuples
+  there costs nothing.
 - Unit sets are encoded in two passes because fog of war is shared by a team: per game and team, the observed
   units of each set and their rows of team-level features (``unit_team_feature``) are computed once; per hero,
   the closest ones are selected, their rows copied, and only the columns that depend on the observing hero
@@ -177,30 +182,52 @@ G_FOBS, G_NFOBS, G_COBS, G_NCOBS = 12, 13, 14, 15
 N_GCOLS = 16
 
 
+# What the kernel reads besides the game state: the compiled schema and the game's action table. One namedtuple
+# argument, so that a new table (a schema v3 group source, say) is one more member here and in ``compile_schema``
+# rather than one more parameter of every kernel function; member access costs nothing in compiled code.
+EncoderTables = namedtuple(
+    "EncoderTables",
+    (
+        "groups",  # int64 [n_groups, N_GCOLS]: the group table (columns G_*)
+        "fcode",  # int32 [n float columns over all groups]: feature code of each column (FEAT_CONST: retired)
+        "fsub",  # int32: element of the feature (fields of width k have columns 0..k-1)
+        "fconst",  # float32: the constant fed to a retired column
+        "ccode",  # int32 [n categorical columns]: same for categorical columns
+        "csub",
+        "cconst",  # int32
+        "fobs",  # int32: group-relative float columns computed per observer (unit groups and self)
+        "cobs",  # int32: same for categorical columns
+        "act_kind",  # int64 [n_primary]: the game's action kind and slot of each primary action
+        "act_slot",
+        "n_targets",  # target slots per hero
+        "amask_off",  # per-agent offsets of action_mask / target_mask / param_mask in the bool buffer
+        "tmask_off",
+        "pmask_off",
+    ),
+)
+# The three flat output buffers (float32, int32, bool); every key's block is contiguous in one of them.
+ObsBuffers = namedtuple("ObsBuffers", ("f", "i", "b"))
+
+
 @dataclass
 class CompiledSchema:
-    """Integer tables of a schema for the numba kernel, plus the key -> buffer-block map."""
+    """The kernel's tables for a schema, plus the key -> buffer-block map."""
 
-    groups: np.ndarray  # int64 [n_groups, N_GCOLS]
-    fcode: np.ndarray  # int32 [n float columns over all groups]
-    fsub: np.ndarray
-    fconst: np.ndarray  # float32
-    ccode: np.ndarray
-    csub: np.ndarray
-    cconst: np.ndarray  # int32
-    fobs: np.ndarray  # int32: group-relative float columns computed per observer (unit groups and self)
-    cobs: np.ndarray  # int32: same for categorical columns
+    tables: EncoderTables
     blocks: dict  # key -> (buffer name, offset per agent, per-agent shape)
     n_float: int  # per-agent sizes of the three buffers
     n_int: int
     n_bool: int
-    amask_off: int
-    tmask_off: int
-    pmask_off: int
 
 
-def compile_schema(schema: ObsSchema) -> CompiledSchema:
-    """Check every group/field against the registries and build the kernel tables (BadInput if unknown)."""
+def compile_schema(schema: ObsSchema, act_kind: np.ndarray, act_slot: np.ndarray) -> CompiledSchema:
+    """Check every group/field against the registries and build the kernel tables (BadInput if unknown).
+    ``act_kind``/``act_slot``: the game's kind and slot of each of the schema's primary actions."""
+    if len(act_kind) != schema.action.n_primary or len(act_slot) != schema.action.n_primary:
+        raise BadInput(
+            f"schema v{schema.version}: the action table has {len(act_kind)} kinds and {len(act_slot)} slots "
+            f"for {schema.action.n_primary} primary actions"
+        )
     rows, fcode, fsub, fconst, ccode, csub, cconst = [], [], [], [], [], [], []
     fobs, cobs = [], []
     blocks = {}
@@ -313,7 +340,7 @@ def compile_schema(schema: ObsSchema) -> CompiledSchema:
     pmask_off = nb
     blocks["param_mask"] = ("bool", nb, (P, 2))
     nb += P * 2
-    return CompiledSchema(
+    tables = EncoderTables(
         groups=np.array(rows, dtype=np.int64).reshape(-1, N_GCOLS),
         fcode=np.array(fcode, np.int32),
         fsub=np.array(fsub, np.int32),
@@ -323,23 +350,25 @@ def compile_schema(schema: ObsSchema) -> CompiledSchema:
         cconst=np.array(cconst, np.int32),
         fobs=np.array(fobs, np.int32),
         cobs=np.array(cobs, np.int32),
-        blocks=blocks,
-        n_float=nf,
-        n_int=ni,
-        n_bool=nb,
+        act_kind=np.ascontiguousarray(act_kind, dtype=np.int64),
+        act_slot=np.ascontiguousarray(act_slot, dtype=np.int64),
+        n_targets=int(T),
         amask_off=amask_off,
         tmask_off=tmask_off,
         pmask_off=pmask_off,
     )
+    return CompiledSchema(tables=tables, blocks=blocks, n_float=nf, n_int=ni, n_bool=nb)
 
 
 # ---------------------------------------------------------------- feature functions (numba)
 @njit(cache=True, _nrt=False, inline="always")
-def unit_team_feature(code, uf, ui, hi, ls, vuln, tick, fps, n_heroes, g, team, u, fogged):
+def unit_team_feature(code, S, L, P, X, g, team, u, fogged):
     """Feature ``code`` of unit u as seen by team ``team``: every unit feature that does not depend on which hero
     of the team observes (those are in ``unit_observer_feature``; this returns 0 for them). Computed once per
     team and unit, then copied to every teammate's slot. ``fogged``: an enemy hero shown at its last seen state.
-    Takes the state arrays it reads (not the whole state tuple): it runs for every observed unit and column."""
+    Inlined into its callers, so reading the state tuple here costs no more than passing the arrays."""
+    uf, ui, hi, ls = S.uf, S.ui, S.hi, S.ls
+    n_heroes = L.n_heroes
     if code == 0:
         return ui[g, ST.UI_UTYPE, u]
     if code == 1:
@@ -381,13 +410,13 @@ def unit_team_feature(code, uf, ui, hi, ls, vuln, tick, fps, n_heroes, g, team, 
     if code == 19:
         return 0.0 if fogged else 1.0
     if code == 20:
-        return (tick - ls[g, ST.LS_TICK, team, u]) / fps if fogged else 0.0
+        return (S.gi[g, ST.GI_TICK] - ls[g, ST.LS_TICK, team, u]) / P.fps if fogged else 0.0
     if code == 23:
         return ui[g, ST.UI_TIER, u]
     if code == 24:
         return ui[g, ST.UI_LANE, u] + 1
     if code == 27:
-        return 1.0 if vuln[u] else 0.0
+        return 1.0 if X.vuln[u] else 0.0
     if code == 28:
         return (ls[g, ST.LS_X, team, u] if fogged else uf[g, ST.UF_X, u]) * KM
     if code == 29:
@@ -409,9 +438,10 @@ def unit_team_feature(code, uf, ui, hi, ls, vuln, tick, fps, n_heroes, g, team, 
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def unit_observer_feature(code, uf, ui, g, h, u, dx, dy, d2, fogged):
+def unit_observer_feature(code, S, g, h, u, dx, dy, d2, fogged):
     """The unit features that depend on the observing hero h (``OBSERVER_UNIT_FEATURES``). (dx, dy) is unit u's
     offset from h where h's team sees it (its last seen position when ``fogged``), d2 = dx * dx + dy * dy."""
+    uf, ui = S.uf, S.ui
     if code == 3:
         return dx * KM
     if code == 4:
@@ -431,22 +461,13 @@ def unit_observer_feature(code, uf, ui, g, h, u, dx, dy, d2, fogged):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def hero_net_worth(hf, hi, g, h):
-    """core.net_worth on the arrays (gold plus the cost of the items held)."""
-    w = hf[g, ST.HF_GOLD, h]
-    for k in range(D.N_ITEM_SLOTS):
-        w += C.ITEMS[hi[g, ST.HI_ITEM_ID + k, h], D.IT_COST]
-    return w
-
-
-@njit(cache=True, _nrt=False, inline="always")
-def self_feature(code, sub, uf, ui, hf, hi, ls, vuln, tick, fps, n_heroes, g, h):
+def self_feature(code, sub, S, L, P, X, g, h):
     """Features of the controlled hero: any unit feature (code < 100) plus hero-only ones. The observer-dependent
     unit features (``OBSERVER_UNIT_FEATURES``) are filled by the kernel with ``unit_observer_feature``."""
+    ui, hf, hi = S.ui, S.hf, S.hi
+    fps = P.fps
     if code < 100:
-        return unit_team_feature(
-            code, uf, ui, hi, ls, vuln, tick, fps, n_heroes, g, ui[g, ST.UI_TEAM, h], h, False
-        )
+        return unit_team_feature(code, S, L, P, X, g, ui[g, ST.UI_TEAM, h], h, False)
     if code == 100:
         return 1.0 if ui[g, ST.UI_ALIVE, h] else 0.0
     if code == 101:
@@ -461,13 +482,11 @@ def self_feature(code, sub, uf, ui, hf, hi, ls, vuln, tick, fps, n_heroes, g, h)
     if code == 105:
         return (
             1.0
-            if hf[g, ST.HF_BUYBACK_CD, h] <= 0.0
-            and hf[g, ST.HF_GOLD, h]
-            >= (D.BUYBACK_BASE + hero_net_worth(hf, hi, g, h) / D.BUYBACK_NET_WORTH_DIV)
+            if hf[g, ST.HF_BUYBACK_CD, h] <= 0.0 and hf[g, ST.HF_GOLD, h] >= C.buyback_cost(S, g, h)
             else 0.0
         )
     if code == 106:
-        return D.BUYBACK_BASE + hero_net_worth(hf, hi, g, h) / D.BUYBACK_NET_WORTH_DIV
+        return C.buyback_cost(S, g, h)
     if code == 107:
         return hi[g, ST.HI_LANE_ASSIGN, h]
     if code == 108:
@@ -481,7 +500,7 @@ def self_feature(code, sub, uf, ui, hf, hi, ls, vuln, tick, fps, n_heroes, g, h)
     if code == 112:
         return hi[g, ST.HI_DENIES, h]
     if code == 113:
-        return hero_net_worth(hf, hi, g, h)
+        return C.net_worth(S, g, h)
     if code == 114:
         return hi[g, ST.HI_ABIL_ID + sub, h]
     if code == 115:
@@ -572,12 +591,12 @@ def item_feature(code, S, L, P, g, h, k):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def terrain_feature(code, walk, lanegrid, ix, iy):
+def terrain_feature(code, L, ix, iy):
     """Channel ``code`` of the static map at cell (ix, iy) (cells outside the map are fed 0 by the kernel)."""
     if code == 600:
-        return float(walk[ix, iy])
+        return float(L.walk[ix, iy])
     if code == 601:
-        return float(lanegrid[ix, iy])
+        return float(L.lanegrid[ix, iy])
     return 0.0
 
 
@@ -628,27 +647,27 @@ def team_candidates(S, L, g, team, gi, src, X):
 
 
 @njit(cache=True, _nrt=False)
-def team_unit_rows(
-    uf, ui, hi, ls, vuln, tick, fps, nh, g, team, gi, nf, nc, fcol, ccol, fcode, fconst, ccode, cconst, X
-):
+def team_unit_rows(S, L, P, T, X, g, team, gi):
     """The feature rows of every candidate unit of group gi as seen by ``team``, except the observer-dependent
     columns (left 0 here, written per hero by ``write_unit_slots``)."""
+    nf, nc = T.groups[gi, G_NF], T.groups[gi, G_NC]
+    fcol, ccol = T.groups[gi, G_FCOL], T.groups[gi, G_CCOL]
     for i in range(X.cand_n[team, gi]):
         u = X.cand_u[team, gi, i]
         fog = X.cand_fog[team, gi, i]
         for j in range(nf):
-            code = fcode[fcol + j]
+            code = T.fcode[fcol + j]
             if code == FEAT_CONST:
-                v = fconst[fcol + j]
+                v = T.fconst[fcol + j]
             else:
-                v = unit_team_feature(code, uf, ui, hi, ls, vuln, tick, fps, nh, g, team, u, fog)
+                v = unit_team_feature(code, S, L, P, X, g, team, u, fog)
             X.frows[team, gi, i, j] = v
         for j in range(nc):
-            code = ccode[ccol + j]
+            code = T.ccode[ccol + j]
             if code == FEAT_CONST:
-                iv = cconst[ccol + j]
+                iv = T.cconst[ccol + j]
             else:
-                iv = int(unit_team_feature(code, uf, ui, hi, ls, vuln, tick, fps, nh, g, team, u, fog))
+                iv = int(unit_team_feature(code, S, L, P, X, g, team, u, fog))
             X.crows[team, gi, i, j] = iv
 
 
@@ -678,38 +697,14 @@ def select_closest(X, team, gi, count, hx, hy):
 
 
 @njit(cache=True, _nrt=False)
-def write_unit_slots(
-    uf,
-    ui,
-    slot_unit,
-    g,
-    h,
-    hx,
-    hy,
-    team,
-    gi,
-    n,
-    gt,
-    fcode,
-    ccode,
-    fobs,
-    cobs,
-    fbuf,
-    ibuf,
-    bbuf,
-    fbase,
-    cbase,
-    mbase,
-    X,
-):
-    """Copy the team rows of the selected units into hero h's slots and fill in its observer-dependent columns."""
-    nf = gt[gi, G_NF]
-    nc = gt[gi, G_NC]
-    fcol = gt[gi, G_FCOL]
-    ccol = gt[gi, G_CCOL]
+def write_unit_slots(S, T, B, X, g, h, team, gi, n, fbase, cbase, mbase):
+    """Copy the team rows of the n selected units (``select_closest``) into hero h's slots and fill in its
+    observer-dependent columns."""
+    gt = T.groups
+    nf, nc = gt[gi, G_NF], gt[gi, G_NC]
+    fcol, ccol = gt[gi, G_FCOL], gt[gi, G_CCOL]
     toff = gt[gi, G_TOFF]
-    fo0, fo1 = gt[gi, G_FOBS], gt[gi, G_FOBS] + gt[gi, G_NFOBS]
-    co0, co1 = gt[gi, G_COBS], gt[gi, G_COBS] + gt[gi, G_NCOBS]
+    hx, hy = S.uf[g, ST.UF_X, h], S.uf[g, ST.UF_Y, h]
     for k in range(n):
         c = X.sel[k]
         u = X.cand_u[team, gi, c]
@@ -717,253 +712,173 @@ def write_unit_slots(
         X.sel_fog[k] = X.cand_fog[team, gi, c]
         X.sel_dx[k] = X.cand_x[team, gi, c] - hx
         X.sel_dy[k] = X.cand_y[team, gi, c] - hy
-        bbuf[mbase + k] = True
+        B.b[mbase + k] = True
         if toff >= 0:
-            slot_unit[g, h, toff + k] = u
+            S.slot_unit[g, h, toff + k] = u
         o = fbase + k * nf
         for j in range(nf):
-            fbuf[o + j] = X.frows[team, gi, c, j]
+            B.f[o + j] = X.frows[team, gi, c, j]
         o = cbase + k * nc
         for j in range(nc):
-            ibuf[o + j] = X.crows[team, gi, c, j]
+            B.i[o + j] = X.crows[team, gi, c, j]
     # observer columns column by column: the feature code is constant in the slot loop
-    for q in range(fo0, fo1):
-        j = fobs[q]
-        code = fcode[fcol + j]
+    for q in range(gt[gi, G_FOBS], gt[gi, G_FOBS] + gt[gi, G_NFOBS]):
+        j = T.fobs[q]
+        code = T.fcode[fcol + j]
         for k in range(n):
-            fbuf[fbase + k * nf + j] = unit_observer_feature(
-                code, uf, ui, g, h, X.sel_u[k], X.sel_dx[k], X.sel_dy[k], X.sel_d[k], X.sel_fog[k]
+            B.f[fbase + k * nf + j] = unit_observer_feature(
+                code, S, g, h, X.sel_u[k], X.sel_dx[k], X.sel_dy[k], X.sel_d[k], X.sel_fog[k]
             )
-    for q in range(co0, co1):
-        j = cobs[q]
-        code = ccode[ccol + j]
+    for q in range(gt[gi, G_COBS], gt[gi, G_COBS] + gt[gi, G_NCOBS]):
+        j = T.cobs[q]
+        code = T.ccode[ccol + j]
         for k in range(n):
-            ibuf[cbase + k * nc + j] = int(
+            B.i[cbase + k * nc + j] = int(
                 unit_observer_feature(
-                    code, uf, ui, g, h, X.sel_u[k], X.sel_dx[k], X.sel_dy[k], X.sel_d[k], X.sel_fog[k]
+                    code, S, g, h, X.sel_u[k], X.sel_dx[k], X.sel_dy[k], X.sel_d[k], X.sel_fog[k]
                 )
             )
 
 
+@njit(cache=True, _nrt=False, inline="always")
+def vector_feature(src, code, sub, S, L, P, X, g, h):
+    """Feature ``code`` of a vector group's source (global, self or previous action) for hero h."""
+    if src == SRC_GLOBAL:
+        return global_feature(code, sub, S, L, P, g, h)
+    if src == SRC_SELF:
+        return self_feature(code, sub, S, L, P, X, g, h)
+    return prev_feature(code, sub, S, g, h)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def write_vector_group(S, L, P, T, B, X, g, h, gi, fbase, cbase):
+    """One vector group (global, self, previous action) of hero h."""
+    src = T.groups[gi, G_SRC]
+    fcol, ccol = T.groups[gi, G_FCOL], T.groups[gi, G_CCOL]
+    for j in range(T.groups[gi, G_NF]):
+        code = T.fcode[fcol + j]
+        if code == FEAT_CONST:
+            B.f[fbase + j] = T.fconst[fcol + j]
+        else:
+            B.f[fbase + j] = vector_feature(src, code, T.fsub[fcol + j], S, L, P, X, g, h)
+    for j in range(T.groups[gi, G_NC]):
+        code = T.ccode[ccol + j]
+        if code == FEAT_CONST:
+            B.i[cbase + j] = T.cconst[ccol + j]
+        else:
+            B.i[cbase + j] = int(vector_feature(src, code, T.csub[ccol + j], S, L, P, X, g, h))
+    if src == SRC_SELF:  # the hero seen from itself (dx = dy = distance = 0, is_self = 1, ...)
+        for q in range(T.groups[gi, G_FOBS], T.groups[gi, G_FOBS] + T.groups[gi, G_NFOBS]):
+            j = T.fobs[q]
+            B.f[fbase + j] = unit_observer_feature(T.fcode[fcol + j], S, g, h, h, 0.0, 0.0, 0.0, False)
+        for q in range(T.groups[gi, G_COBS], T.groups[gi, G_COBS] + T.groups[gi, G_NCOBS]):
+            j = T.cobs[q]
+            B.i[cbase + j] = int(unit_observer_feature(T.ccode[ccol + j], S, g, h, h, 0.0, 0.0, 0.0, False))
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def write_terrain_group(S, L, T, B, X, g, h, gi, fbase):
+    """The terrain grid centred on hero h, channel by channel (the feature code is constant in the cell loops)."""
+    sh, sw, nf = T.groups[gi, G_SH], T.groups[gi, G_SW], T.groups[gi, G_NF]
+    fcol = T.groups[gi, G_FCOL]
+    hx, hy = S.uf[g, ST.UF_X, h], S.uf[g, ST.UF_Y, h]
+    for c in range(sw):
+        X.cell_x[c] = terrain_cell(hx + (c - (sw - 1) * 0.5) * D.TERRAIN_CELL)
+    for r in range(sh):
+        X.cell_y[r] = terrain_cell(hy + (r - (sh - 1) * 0.5) * D.TERRAIN_CELL)
+    for j in range(nf):
+        code = T.fcode[fcol + j]
+        for r in range(sh):
+            iy = X.cell_y[r]
+            for c in range(sw):
+                ix = X.cell_x[c]
+                o = fbase + (r * sw + c) * nf + j
+                if code == FEAT_CONST:
+                    B.f[o] = T.fconst[fcol + j]
+                elif ix >= 0 and iy >= 0:
+                    B.f[o] = terrain_feature(code, L, ix, iy)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def slot_feature(src, code, S, L, P, g, h, k):
+    """Feature ``code`` of hero h's ability or item slot k."""
+    if src == SRC_ABILITIES:
+        return ability_feature(code, S, L, P, g, h, k)
+    return item_feature(code, S, L, P, g, h, k)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def write_slot_group(S, L, P, T, B, g, h, gi, fbase, cbase, mbase):
+    """Hero h's filled ability or item slots, with their mask."""
+    src, count = T.groups[gi, G_SRC], T.groups[gi, G_COUNT]
+    nf, nc = T.groups[gi, G_NF], T.groups[gi, G_NC]
+    fcol, ccol = T.groups[gi, G_FCOL], T.groups[gi, G_CCOL]
+    for k in range(count):
+        if src == SRC_ABILITIES:
+            present = k < 4 and S.hi[g, ST.HI_ABIL_ID + k, h] > 0
+        else:
+            present = k < D.N_ITEM_SLOTS and S.hi[g, ST.HI_ITEM_ID + k, h] > 0
+        if not present:
+            continue
+        B.b[mbase + k] = True
+        for j in range(nf):
+            code = T.fcode[fcol + j]
+            if code == FEAT_CONST:
+                B.f[fbase + k * nf + j] = T.fconst[fcol + j]
+            else:
+                B.f[fbase + k * nf + j] = slot_feature(src, code, S, L, P, g, h, k)
+        for j in range(nc):
+            code = T.ccode[ccol + j]
+            if code == FEAT_CONST:
+                B.i[cbase + k * nc + j] = T.cconst[ccol + j]
+            else:
+                B.i[cbase + k * nc + j] = int(slot_feature(src, code, S, L, P, g, h, k))
+
+
 # ---------------------------------------------------------------- the kernel
 @njit(cache=True, _nrt=False)
-def encode_all(
-    S,
-    L,
-    P,
-    gt,
-    fcode,
-    fsub,
-    fconst,
-    ccode,
-    csub,
-    cconst,
-    fobs,
-    cobs,
-    act_kind,
-    act_slot,
-    fbuf,
-    ibuf,
-    bbuf,
-    n_tgt,
-    amask_off,
-    tmask_off,
-    pmask_off,
-    X,
-):
-    """Fill the zeroed flat buffers for every game and agent. Per-agent layout is given by the group table
-    ``gt``; a key's block holds [G, A, *shape] contiguously at ``block_offset * G * A``. Empty slots and cells
-    outside the map are not written (they stay 0). ``X`` is the scratch (``EncoderScratch``)."""
+def encode_all(S, L, P, T, B, X):
+    """Fill the zeroed flat buffers ``B`` (``ObsBuffers``) for every game and agent. Per-agent layout is given by
+    the group table ``T.groups`` (``T``: ``EncoderTables``); a key's block holds [G, A, *shape] contiguously at
+    ``block_offset * G * A``. Empty slots and cells outside the map are not written (they stay 0). ``X`` is the
+    scratch (``EncoderScratch``)."""
     G = S.rng.shape[0]
     A = L.n_heroes
     GA = G * A
-    n_prim = act_kind.shape[0]
+    gt = T.groups
     n_groups = gt.shape[0]
-    uf, ui, hf, hi, ls = S.uf, S.ui, S.hf, S.hi, S.ls
-    fps = P.fps
-    nh = L.n_heroes
-    vuln = X.vuln
     for g in range(G):
-        tick = S.gi[g, ST.GI_TICK]
         for u in range(L.n_units):
-            vuln[u] = C.vulnerable(S, L, g, u)
+            X.vuln[u] = C.vulnerable(S, L, g, u)
         # what each team observes is shared by its heroes: candidates and their team-level rows once per team
         for team in range(2):
             for gi in range(n_groups):
                 src = gt[gi, G_SRC]
                 if src == SRC_HEROES or src == SRC_CREEPS or src == SRC_BUILDINGS or src == SRC_NEUTRALS:
                     team_candidates(S, L, g, team, gi, src, X)
-                    team_unit_rows(
-                        uf,
-                        ui,
-                        hi,
-                        ls,
-                        vuln,
-                        tick,
-                        fps,
-                        nh,
-                        g,
-                        team,
-                        gi,
-                        gt[gi, G_NF],
-                        gt[gi, G_NC],
-                        gt[gi, G_FCOL],
-                        gt[gi, G_CCOL],
-                        fcode,
-                        fconst,
-                        ccode,
-                        cconst,
-                        X,
-                    )
+                    team_unit_rows(S, L, P, T, X, g, team, gi)
         for h in range(A):
             ga = g * A + h
-            team = ui[g, ST.UI_TEAM, h]
-            hx = uf[g, ST.UF_X, h]
-            hy = uf[g, ST.UF_Y, h]
-            for k in range(n_tgt):
+            for k in range(T.n_targets):
                 S.slot_unit[g, h, k] = -1
             for gi in range(n_groups):
                 src = gt[gi, G_SRC]
                 count = gt[gi, G_COUNT]
-                nf = gt[gi, G_NF]
-                nc = gt[gi, G_NC]
-                fbase = gt[gi, G_FOFF] * GA + ga * count * nf
-                cbase = gt[gi, G_COFF] * GA + ga * count * nc
-                fcol = gt[gi, G_FCOL]
-                ccol = gt[gi, G_CCOL]
+                fbase = gt[gi, G_FOFF] * GA + ga * count * gt[gi, G_NF]
+                cbase = gt[gi, G_COFF] * GA + ga * count * gt[gi, G_NC]
+                mbase = gt[gi, G_MOFF] * GA + ga * count
                 if src == SRC_GLOBAL or src == SRC_SELF or src == SRC_PREV:
-                    for j in range(nf):
-                        code = fcode[fcol + j]
-                        if code == FEAT_CONST:
-                            v = fconst[fcol + j]
-                        elif src == SRC_GLOBAL:
-                            v = global_feature(code, fsub[fcol + j], S, L, P, g, h)
-                        elif src == SRC_SELF:
-                            v = self_feature(
-                                code, fsub[fcol + j], uf, ui, hf, hi, ls, vuln, tick, fps, nh, g, h
-                            )
-                        else:
-                            v = prev_feature(code, fsub[fcol + j], S, g, h)
-                        fbuf[fbase + j] = v
-                    for j in range(nc):
-                        code = ccode[ccol + j]
-                        if code == FEAT_CONST:
-                            iv = cconst[ccol + j]
-                        elif src == SRC_GLOBAL:
-                            iv = int(global_feature(code, csub[ccol + j], S, L, P, g, h))
-                        elif src == SRC_SELF:
-                            iv = int(
-                                self_feature(
-                                    code, csub[ccol + j], uf, ui, hf, hi, ls, vuln, tick, fps, nh, g, h
-                                )
-                            )
-                        else:
-                            iv = int(prev_feature(code, csub[ccol + j], S, g, h))
-                        ibuf[cbase + j] = iv
-                    if (
-                        src == SRC_SELF
-                    ):  # the hero seen from itself (dx = dy = distance = 0, is_self = 1, ...)
-                        for q in range(gt[gi, G_FOBS], gt[gi, G_FOBS] + gt[gi, G_NFOBS]):
-                            j = fobs[q]
-                            fbuf[fbase + j] = unit_observer_feature(
-                                fcode[fcol + j], uf, ui, g, h, h, 0.0, 0.0, 0.0, False
-                            )
-                        for q in range(gt[gi, G_COBS], gt[gi, G_COBS] + gt[gi, G_NCOBS]):
-                            j = cobs[q]
-                            ibuf[cbase + j] = int(
-                                unit_observer_feature(ccode[ccol + j], uf, ui, g, h, h, 0.0, 0.0, 0.0, False)
-                            )
+                    write_vector_group(S, L, P, T, B, X, g, h, gi, fbase, cbase)
                 elif src == SRC_TERRAIN:
-                    sh = gt[gi, G_SH]
-                    sw = gt[gi, G_SW]
-                    fbase = gt[gi, G_FOFF] * GA + ga * sh * sw * nf
-                    for c in range(sw):
-                        X.cell_x[c] = terrain_cell(hx + (c - (sw - 1) * 0.5) * D.TERRAIN_CELL)
-                    for r in range(sh):
-                        X.cell_y[r] = terrain_cell(hy + (r - (sh - 1) * 0.5) * D.TERRAIN_CELL)
-                    for j in range(nf):  # channel by channel: the feature code is constant in the cell loops
-                        code = fcode[fcol + j]
-                        for r in range(sh):
-                            iy = X.cell_y[r]
-                            for c in range(sw):
-                                ix = X.cell_x[c]
-                                o = fbase + (r * sw + c) * nf + j
-                                if code == FEAT_CONST:
-                                    fbuf[o] = fconst[fcol + j]
-                                elif ix >= 0 and iy >= 0:
-                                    fbuf[o] = terrain_feature(code, L.walk, L.lanegrid, ix, iy)
+                    fbase = gt[gi, G_FOFF] * GA + ga * gt[gi, G_SH] * gt[gi, G_SW] * gt[gi, G_NF]
+                    write_terrain_group(S, L, T, B, X, g, h, gi, fbase)
                 elif src == SRC_ABILITIES or src == SRC_ITEMS:
-                    mbase = gt[gi, G_MOFF] * GA + ga * count
-                    for k in range(count):
-                        present = False
-                        if src == SRC_ABILITIES:
-                            present = k < 4 and S.hi[g, ST.HI_ABIL_ID + k, h] > 0
-                        else:
-                            present = k < D.N_ITEM_SLOTS and S.hi[g, ST.HI_ITEM_ID + k, h] > 0
-                        if not present:
-                            continue
-                        bbuf[mbase + k] = True
-                        for j in range(nf):
-                            code = fcode[fcol + j]
-                            if code == FEAT_CONST:
-                                v = fconst[fcol + j]
-                            elif src == SRC_ABILITIES:
-                                v = ability_feature(code, S, L, P, g, h, k)
-                            else:
-                                v = item_feature(code, S, L, P, g, h, k)
-                            fbuf[fbase + k * nf + j] = v
-                        for j in range(nc):
-                            code = ccode[ccol + j]
-                            if code == FEAT_CONST:
-                                iv = cconst[ccol + j]
-                            elif src == SRC_ABILITIES:
-                                iv = int(ability_feature(code, S, L, P, g, h, k))
-                            else:
-                                iv = int(item_feature(code, S, L, P, g, h, k))
-                            ibuf[cbase + k * nc + j] = iv
+                    write_slot_group(S, L, P, T, B, g, h, gi, fbase, cbase, mbase)
                 else:
-                    n = select_closest(X, team, gi, count, hx, hy)
-                    write_unit_slots(
-                        uf,
-                        ui,
-                        S.slot_unit,
-                        g,
-                        h,
-                        hx,
-                        hy,
-                        team,
-                        gi,
-                        n,
-                        gt,
-                        fcode,
-                        ccode,
-                        fobs,
-                        cobs,
-                        fbuf,
-                        ibuf,
-                        bbuf,
-                        fbase,
-                        cbase,
-                        gt[gi, G_MOFF] * GA + ga * count,
-                        X,
-                    )
-            encode_masks(
-                S,
-                L,
-                g,
-                h,
-                ga,
-                GA,
-                act_kind,
-                act_slot,
-                bbuf,
-                n_prim,
-                n_tgt,
-                amask_off,
-                tmask_off,
-                pmask_off,
-                X,
-            )
+                    team = S.ui[g, ST.UI_TEAM, h]
+                    n = select_closest(X, team, gi, count, S.uf[g, ST.UF_X, h], S.uf[g, ST.UF_Y, h])
+                    write_unit_slots(S, T, B, X, g, h, team, gi, n, fbase, cbase, mbase)
+            encode_masks(S, L, T, B, X, g, h, ga, GA)
 
 
 @njit(cache=True, _nrt=False)
@@ -998,16 +913,16 @@ def slot_targets(S, L, g, h, n_tgt, X):
 
 
 @njit(cache=True, _nrt=False)
-def encode_masks(
-    S, L, g, h, ga, GA, act_kind, act_slot, bbuf, n_prim, n_tgt, amask_off, tmask_off, pmask_off, X
-):
+def encode_masks(S, L, T, B, X, g, h, ga, GA):
     """action_mask / target_mask / param_mask with the rules the game executes (core.primary_info/target_ok)."""
-    abase = amask_off * GA + ga * n_prim
-    tbase = tmask_off * GA + ga * n_prim * n_tgt
-    pbase = pmask_off * GA + ga * n_prim * 2
+    n_prim, n_tgt = T.act_kind.shape[0], T.n_targets
+    bbuf = B.b
+    abase = T.amask_off * GA + ga * n_prim
+    tbase = T.tmask_off * GA + ga * n_prim * n_tgt
+    pbase = T.pmask_off * GA + ga * n_prim * 2
     n_cand = slot_targets(S, L, g, h, n_tgt, X)
     for p in range(n_prim):
-        ok, tt, rule, rng = C.primary_info(S, g, h, act_kind[p], act_slot[p])
+        ok, tt, rule, rng = C.primary_info(S, g, h, T.act_kind[p], T.act_slot[p])
         uses_unit = tt == C.TT_UNIT or tt == C.TT_UNIT_OFFSET
         bbuf[pbase + 2 * p] = uses_unit
         bbuf[pbase + 2 * p + 1] = tt == C.TT_POINT or tt == C.TT_UNIT_OFFSET
@@ -1059,13 +974,14 @@ EncoderScratch = namedtuple(
 )
 
 
-def alloc_scratch(c: CompiledSchema, n_units: int, n_targets: int) -> EncoderScratch:
-    ng = max(len(c.groups), 1)
-    max_nf = max([1, *c.groups[:, G_NF]])
-    max_nc = max([1, *c.groups[:, G_NC]])
-    max_sw = max([1, *c.groups[:, G_SW]])
-    max_sh = max([1, *c.groups[:, G_SH]])
-    nt = max(n_targets, 1)
+def alloc_scratch(tables: EncoderTables, n_units: int) -> EncoderScratch:
+    groups = tables.groups
+    ng = max(len(groups), 1)
+    max_nf = max([1, *groups[:, G_NF]])
+    max_nc = max([1, *groups[:, G_NC]])
+    max_sw = max([1, *groups[:, G_SW]])
+    max_sh = max([1, *groups[:, G_SH]])
+    nt = max(tables.n_targets, 1)
     return EncoderScratch(
         vuln=np.zeros(n_units, np.bool_),
         cand_u=np.zeros((2, ng, n_units), np.int64),
@@ -1096,9 +1012,7 @@ class Encoder:
 
     def __init__(self, schema: ObsSchema, act_kind: np.ndarray, act_slot: np.ndarray):
         self.schema = schema
-        self.compiled = compile_schema(schema)
-        self.act_kind = act_kind
-        self.act_slot = act_slot
+        self.compiled = compile_schema(schema, act_kind, act_slot)
         specs = schema.array_specs()
         missing = set(specs) ^ set(self.compiled.blocks)
         if missing:  # the compiled layout must be exactly the schema's array list
@@ -1112,7 +1026,7 @@ class Encoder:
 
     def _scratch_for(self, n_units: int) -> EncoderScratch:
         if self._scratch is None or self._scratch.vuln.shape[0] != n_units:
-            self._scratch = alloc_scratch(self.compiled, n_units, self.schema.n_targets)
+            self._scratch = alloc_scratch(self.compiled.tables, n_units)
         return self._scratch
 
     def encode(self, S, L, P) -> dict[str, np.ndarray]:
@@ -1123,37 +1037,16 @@ class Encoder:
             )
         G = S.rng.shape[0]
         A = L.n_heroes
-        fbuf = np.zeros(G * A * c.n_float, np.float32)
-        ibuf = np.zeros(max(G * A * c.n_int, 1), np.int32)
-        bbuf = np.zeros(G * A * c.n_bool, np.bool_)
-        encode_all(
-            S,
-            L,
-            P,
-            c.groups,
-            c.fcode,
-            c.fsub,
-            c.fconst,
-            c.ccode,
-            c.csub,
-            c.cconst,
-            c.fobs,
-            c.cobs,
-            self.act_kind,
-            self.act_slot,
-            fbuf,
-            ibuf,
-            bbuf,
-            self.n_targets,
-            c.amask_off,
-            c.tmask_off,
-            c.pmask_off,
-            self._scratch_for(L.n_units),
+        bufs = ObsBuffers(
+            f=np.zeros(G * A * c.n_float, np.float32),
+            i=np.zeros(max(G * A * c.n_int, 1), np.int32),
+            b=np.zeros(G * A * c.n_bool, np.bool_),
         )
-        bufs = {"float": fbuf, "int": ibuf, "bool": bbuf}
+        encode_all(S, L, P, c.tables, bufs, self._scratch_for(L.n_units))
+        by_name = {"float": bufs.f, "int": bufs.i, "bool": bufs.b}
         GA = G * A
         return {
-            key: bufs[buf][off * GA : (off + n) * GA].reshape(G, A, *shape)
+            key: by_name[buf][off * GA : (off + n) * GA].reshape(G, A, *shape)
             for key, buf, off, n, shape in self._blocks
         }
 

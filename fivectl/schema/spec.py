@@ -1,4 +1,4 @@
-"""Versioned observation schemas: the data file that defines what the model sees (DESIGN.md §3).
+"""Versioned observation schemas: the data file that defines what the model sees (paper appendix E).
 
 A schema (``schemas/obs/vN.toml``) is the ordered list of feature groups and their fields, plus the action
 space. The encoder fills arrays for a schema version; the model builds its input layers from it; checkpoints

@@ -7,8 +7,9 @@
   (paper: eta = 0.01); if it lost or drew, nothing changes. Dividing by p_i makes the expected update the same for
   every opponent however often it is sampled, so an opponent's quality falls only with its rate of defeats.
 
-Opponents change only between games: the runtime calls :meth:`OpponentPool.assign` for the games that just ended.
-The pool state is plain lists and numbers (:meth:`state_dict`) so it is stored in checkpoint attributes.
+The learner publishes the versions and their p_i with every parameter version; rollout workers draw each game's
+opponent from them when the game starts (``fivectl.runtime.opponents.OpponentSet.assign``, the one place opponents
+are drawn). The pool state is plain lists and numbers (:meth:`state_dict`) so it is stored in checkpoint attributes.
 """
 
 from __future__ import annotations
@@ -23,10 +24,8 @@ import numpy as np
 from fivectl.config.selfplay import SelfPlayConfig
 from fivectl.errors import BadInput
 
-LATEST = "latest"
-"""What :meth:`OpponentPool.sample_opponent` returns for a game against the latest parameters."""
-LATEST_ID = -1
-"""The same in the integer arrays of :meth:`OpponentPool.assign` and :meth:`OpponentPool.record_results`."""
+LATEST = -1
+"""Opponent code of the latest parameters (past versions are >= 0, scripted bots < -1)."""
 RECENT_GAMES = 200
 """Games against past versions that the recent win rate metric covers."""
 STATE_FORMAT = 1
@@ -64,37 +63,6 @@ class OpponentPool:
         weights = np.exp(q - q.max())
         return weights / weights.sum()
 
-    # -- choosing opponents -------------------------------------------------------------------------
-    def assign(self, num_games: int, rng: np.random.Generator) -> np.ndarray:
-        """Opponents for ``num_games`` games that are about to start: int64 versions, ``LATEST_ID`` = latest.
-
-        Call it only for games that just ended, so an opponent never changes in the middle of a game.
-        """
-        if num_games < 0:
-            raise BadInput(f"opponent pool: num_games must be >= 0, got {num_games}")
-        opponents = np.full(num_games, LATEST_ID, dtype=np.int64)
-        if not self._versions:
-            return opponents
-        past = rng.random(num_games) >= self.cfg.latest_fraction
-        picks = rng.choice(len(self._versions), size=int(past.sum()), p=self.probabilities())
-        opponents[past] = np.asarray(self._versions, dtype=np.int64)[picks]
-        return opponents
-
-    def reassign(self, opponents: np.ndarray, ended: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """``opponents`` (int [G]) with new opponents drawn for the games that just ended (``ended`` bool [G]);
-        games still running keep theirs."""
-        opponents = np.asarray(opponents, dtype=np.int64).copy()
-        ended = np.asarray(ended, dtype=bool)
-        if ended.shape != opponents.shape:
-            raise BadInput(f"opponent pool: {ended.shape} ended flags for {opponents.shape} games")
-        opponents[ended] = self.assign(int(ended.sum()), rng)
-        return opponents
-
-    def sample_opponent(self, rng: np.random.Generator) -> int | str:
-        """One opponent: a past version, or ``LATEST``."""
-        version = int(self.assign(1, rng)[0])
-        return LATEST if version == LATEST_ID else version
-
     # -- growing the pool ---------------------------------------------------------------------------
     def maybe_add(self, version: int, iteration: int) -> bool:
         """Add ``version`` when ``iteration`` is a multiple of ``add_every``; True when it was added."""
@@ -123,14 +91,14 @@ class OpponentPool:
             del self._q[:excess]
 
     # -- learning from results ----------------------------------------------------------------------
-    def record_result(self, opponent_version: int | str, agent_won: bool) -> None:
+    def record_result(self, opponent_version: int, agent_won: bool) -> None:
         """A finished game of the current agent against ``opponent_version``.
 
         Games against the latest parameters change nothing. A win against past opponent i applies
         q_i <- q_i - eta / (N p_i) with the current N and p_i; a loss or draw only counts for the win rate.
         An opponent dropped from the pool while its game ran counts for the win rate but has no q to update.
         """
-        if opponent_version == LATEST or opponent_version == LATEST_ID:
+        if opponent_version == LATEST:
             return
         won = bool(agent_won)
         self._past_games += 1

@@ -1,4 +1,4 @@
-"""The embedded MOBA (DESIGN.md §2): batched numba core, the ``MobaEnv`` API and a PettingZoo-style wrapper.
+"""The embedded MOBA: batched numba core, the ``MobaEnv`` API and a PettingZoo-style wrapper.
 
 See ``fivectl.sim.state`` for the state arrays scripted bots read and ``fivectl.sim.data`` for the game data.
 ``MobaEnv`` and friends are imported lazily so that ``fivectl.schema.encoder`` can import the core without a cycle.

@@ -1,4 +1,4 @@
-"""Scripted opponents of the embedded MOBA: ``bot:passive``, ``bot:easy``, ``bot:medium`` (DESIGN.md §2, §7).
+"""Scripted opponents of the embedded MOBA: ``bot:passive``, ``bot:easy``, ``bot:medium``.
 
 The bots read the game state arrays (``env.state``, see ``state.py``) for what their team can see, and act through
 the same action interface as the policy: a primary action allowed by ``action_mask``, a unit target given as a

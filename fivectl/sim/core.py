@@ -143,11 +143,6 @@ def vulnerable(S, L, g, u):
     return all_dead if L.b_prot_all[b] else any_dead
 
 
-@njit(cache=True, _nrt=False)
-def hero_agent_team(L, h):
-    return 0 if h < L.team_size else 1
-
-
 @njit(cache=True, _nrt=False, inline="always")
 def net_worth(S, g, h):
     w = S.hf[g, ST.HF_GOLD, h]

@@ -1,4 +1,4 @@
-"""Game data of the embedded MOBA: heroes, abilities, items, creeps, buildings and the map (DESIGN.md §2).
+"""Game data of the embedded MOBA: heroes, abilities, items, creeps, buildings and the map.
 
 Magnitudes follow Dota 2 (early 2019) so that the paper's reward weights (Table 6) keep their meaning: heroes
 start with ~550-700 HP and grow ~70-100 HP per level, a lane creep is worth ~40-90 gold, towers have ~1800-2100

@@ -1,4 +1,4 @@
-"""A PettingZoo-style parallel API over one game of the batched core (DESIGN.md §2).
+"""A PettingZoo-style parallel API over one game of the batched core.
 
 ```python
 env = MobaParallelEnv(GameConfig(team_size=5, lanes=3))

@@ -8,18 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-
-def fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+from fivectl.store.fsync import fsync_dir
 
 
 def write_bytes_atomic(path: str | Path, data: bytes, make_parent: bool = True) -> None:

@@ -1,4 +1,4 @@
-"""Checkpoints in a Zarr v3 store: one group per parameter version, published atomically (DESIGN.md §6).
+"""Checkpoints in a Zarr v3 store: one group per parameter version, published atomically.
 
 ```
 checkpoints.zarr/
@@ -16,6 +16,8 @@ commit point) and replaces the root ``zarr.json`` holding the pointer. A kill at
 set plus a complete new one. Each group carries a manifest (name, shape, dtype and BLAKE2 digest of every array,
 plus the digest of the attributes) that ``load`` checks, so a truncated or corrupted version is detected and the
 previous good one is used with a :class:`CheckpointFallbackWarning`. Nothing is pickled: arrays plus JSON.
+A torch state dict or an RNG state becomes such arrays plus JSON in ``store.state_codec``; making the
+staged files durable is ``store.fsync``.
 
 Past versions kept only so that opponents can play them are *slimmed* (``slim``): their manifest is rewritten
 without the optimizer and the other training sections, then those files go. A slimmed version still loads its
@@ -28,20 +30,15 @@ name) still load.
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import hashlib
 import json
 import math
 import os
-import random
 import re
 import secrets
 import shutil
-import sys
 import warnings
-from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,10 +47,10 @@ import numpy as np
 
 from fivectl import __version__
 from fivectl.errors import BadInput, FivectlError, RunFailed
-from fivectl.store.atomic import fsync_dir, write_json_atomic
+from fivectl.store.atomic import write_json_atomic
+from fivectl.store.fsync import fsync_dir, fsync_tree
 
 GROUP_FORMAT = 2  # 2: arrays packed per section and dtype; 1 (still read): one zarr array per name
-STATE_FORMAT = 1  # the JSON tree of flatten_state
 ROOT_META = "zarr.json"
 POINTER_ATTR = "fivectl_latest"
 STAGING_DIR = ".staging"
@@ -211,7 +208,7 @@ class CheckpointStore:
             },
         }
         _run_async(_write_group(stage, packs, group_attrs))
-        _fsync_tree(stage)
+        fsync_tree(stage)
 
     def _publish(self, stage: Path, version: int) -> None:
         target = self._vdir(version)
@@ -610,48 +607,6 @@ async def _read_group(vdir: Path, keys: list[str]) -> dict[str, np.ndarray]:
     return dict(zip(keys, values, strict=True))
 
 
-def _fsync_tree(root: Path) -> None:
-    """Make every file under ``root`` durable: one ``syncfs`` of its filesystem on Linux (hundreds of per-file
-    fsyncs cost seconds), else an fsync per file and directory."""
-    if _syncfs(root):
-        return
-    for dirpath, _dirnames, filenames in os.walk(root):
-        for fn in filenames:
-            fd = os.open(os.path.join(dirpath, fn), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        fsync_dir(Path(dirpath))
-
-
-def _syncfs(path: Path) -> bool:
-    libc = _libc()
-    if libc is None:
-        return False
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        if libc.syncfs(fd) != 0:
-            err = ctypes.get_errno()
-            raise OSError(
-                err, os.strerror(err), str(path)
-            )  # a writeback error: the data did not reach the disk
-    finally:
-        os.close(fd)
-    return True
-
-
-@functools.cache
-def _libc() -> Any:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc if hasattr(libc, "syncfs") else None
-    except OSError:
-        return None
-
-
 def _tree_bytes(root: Path) -> int:
     total = 0
     for dirpath, _dirnames, filenames in os.walk(root):
@@ -663,208 +618,9 @@ def _tree_bytes(root: Path) -> int:
     return total
 
 
-# -- torch state dicts <-> arrays + JSON ---------------------------------------------------------------------
-#
-# A state dict is a tree of dicts (any hashable keys: optimizer state is keyed by int), lists, tuples, tensors and
-# plain numbers. Tensors become arrays named by their path; the tree itself becomes JSON in which containers are
-# tagged ({"dict": [[key, value], ...]}, {"list": [...]}, {"tuple": [...]}) and leaves are JSON scalars, tensors
-# ({"tensor": name, "dtype": torch dtype}) or non-finite floats ({"float": "nan"}). Key types and order survive.
-
-
-def flatten_state(sd: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """A torch ``state_dict`` (model or optimizer) -> (arrays, JSON tree) such that ``unflatten_state`` rebuilds it
-    bitwise, including int keys, tuples and the module ``_metadata`` that ``load_state_dict`` reads."""
-    arrays: dict[str, np.ndarray] = {}
-    tree = _encode(sd, (), arrays)
-    meta: dict[str, Any] = {"format": STATE_FORMAT, "tree": tree}
-    module_meta = getattr(sd, "_metadata", None)
-    if module_meta is not None:
-        meta["module_metadata"] = _encode(dict(module_meta), (), {})
-    return arrays, meta
-
-
-def unflatten_state(arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Any:
-    """Inverse of ``flatten_state``: tensors come back as CPU torch tensors with their original dtype."""
-    sd = _decode(meta["tree"], arrays)
-    if "module_metadata" in meta:
-        sd = OrderedDict(sd)
-        sd._metadata = OrderedDict(_decode(meta["module_metadata"], {}))  # type: ignore[attr-defined]
-    return sd
-
-
-def _array_name(path: tuple[str, ...], arrays: dict[str, np.ndarray]) -> str:
-    base = ".".join(p.replace("/", "|") for p in path) or "value"
-    if base.startswith("__"):
-        base = "_" + base.lstrip("_")
-    name, n = base, 1
-    while name in arrays:
-        name, n = f"{base}#{n}", n + 1
-    return name
-
-
-def _encode(obj: Any, path: tuple[str, ...], arrays: dict[str, np.ndarray]) -> Any:
-    import torch
-
-    if isinstance(obj, torch.Tensor):
-        t = obj.detach().cpu().contiguous()
-        if t.dtype == torch.bfloat16:
-            a = t.view(torch.int16).numpy().copy()
-        else:
-            a = t.numpy().copy()
-        name = _array_name(path, arrays)
-        arrays[name] = a
-        return {"tensor": name, "dtype": str(t.dtype).removeprefix("torch.")}
-    if isinstance(obj, np.ndarray):
-        name = _array_name(path, arrays)
-        arrays[name] = obj.copy()
-        return {"ndarray": name}
-    if isinstance(obj, dict):
-        return {"dict": [[_encode_key(k), _encode(v, (*path, str(k)), arrays)] for k, v in obj.items()]}
-    if isinstance(obj, tuple):
-        return {"tuple": [_encode(v, (*path, str(i)), arrays) for i, v in enumerate(obj)]}
-    if isinstance(obj, list):
-        return {"list": [_encode(v, (*path, str(i)), arrays) for i, v in enumerate(obj)]}
-    if isinstance(obj, np.generic):
-        return {"npscalar": obj.item() if np.isfinite(obj) else repr(float(obj)), "dtype": obj.dtype.str}
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return {"float": repr(obj)}
-    if obj is None or isinstance(obj, bool | int | float | str):
-        return obj
-    raise BadInput(f"cannot store {type(obj).__name__} at {'.'.join(path) or '<root>'} in a checkpoint")
-
-
-def _encode_key(k: Any) -> Any:
-    if isinstance(k, bool) or not isinstance(k, int | str):
-        raise BadInput(f"state dict key {k!r}: only str and int keys can be stored")
-    return k
-
-
-def _decode(node: Any, arrays: dict[str, np.ndarray]) -> Any:
-    import torch
-
-    if not isinstance(node, dict):
-        return node
-    if "tensor" in node:
-        a = arrays[node["tensor"]]
-        dtype = getattr(torch, node["dtype"])
-        if dtype == torch.bfloat16:
-            return torch.from_numpy(np.array(a, dtype=np.int16)).view(torch.bfloat16)
-        return torch.from_numpy(np.array(a, copy=True))
-    if "ndarray" in node:
-        return np.array(arrays[node["ndarray"]], copy=True)
-    if "dict" in node:
-        return {k: _decode(v, arrays) for k, v in node["dict"]}
-    if "tuple" in node:
-        return tuple(_decode(v, arrays) for v in node["tuple"])
-    if "list" in node:
-        return [_decode(v, arrays) for v in node["list"]]
-    if "npscalar" in node:
-        v = node["npscalar"]
-        return np.dtype(node["dtype"]).type(float(v) if isinstance(v, str) else v)
-    if "float" in node:
-        return float(node["float"])
-    raise FivectlError(f"unknown state node {sorted(node)}")
-
-
-def iter_tensors(sd: Any) -> Iterator[Any]:
-    """Every tensor in a state dict tree (for tests and size reports)."""
-    import torch
-
-    if isinstance(sd, torch.Tensor):
-        yield sd
-    elif isinstance(sd, dict):
-        for v in sd.values():
-            yield from iter_tensors(v)
-    elif isinstance(sd, list | tuple):
-        for v in sd:
-            yield from iter_tensors(v)
-
-
-# -- RNG state ----------------------------------------------------------------------------------------------
-#
-# numpy's bit generator state holds 128-bit integers; they are written as decimal strings so that any JSON reader
-# (not only Python's) keeps them exact.
-
-
-def numpy_rng_state(gen: np.random.Generator) -> dict[str, Any]:
-    """JSON state of a numpy ``Generator`` (any bit generator)."""
-    return _ints_to_str(gen.bit_generator.state)
-
-
-def set_numpy_rng_state(gen: np.random.Generator, state: dict[str, Any]) -> None:
-    gen.bit_generator.state = _str_to_ints(state)
-
-
-def numpy_rng_from_state(state: dict[str, Any]) -> np.random.Generator:
-    name = state["bit_generator"]
-    bit_gen_cls = getattr(np.random, name, None)
-    if bit_gen_cls is None:
-        raise FivectlError(f"unknown numpy bit generator {name!r} in checkpoint")
-    gen = np.random.Generator(bit_gen_cls())
-    set_numpy_rng_state(gen, state)
-    return gen
-
-
-def torch_rng_state() -> np.ndarray:
-    """The torch CPU generator state as a uint8 array."""
-    import torch
-
-    return torch.get_rng_state().numpy().copy()
-
-
-def set_torch_rng_state(state: np.ndarray) -> None:
-    import torch
-
-    torch.set_rng_state(torch.from_numpy(np.asarray(state, dtype=np.uint8).copy()))
-
-
-def python_rng_state() -> dict[str, Any]:
-    """The state of Python's global ``random`` module as JSON."""
-    version, internal, gauss_next = random.getstate()
-    return {"version": version, "internal": list(internal), "gauss_next": gauss_next}
-
-
-def set_python_rng_state(state: dict[str, Any]) -> None:
-    random.setstate((state["version"], tuple(state["internal"]), state["gauss_next"]))
-
-
-def _ints_to_str(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: _ints_to_str(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_ints_to_str(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return {"uint_array": [str(int(x)) for x in obj.ravel()], "dtype": obj.dtype.str}
-    if isinstance(obj, int | np.integer) and not isinstance(obj, bool):
-        return {"int": str(int(obj))}
-    return obj
-
-
-def _str_to_ints(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        if set(obj) == {"int"}:
-            return int(obj["int"])
-        if set(obj) == {"uint_array", "dtype"}:
-            return np.array([int(x) for x in obj["uint_array"]], dtype=np.dtype(obj["dtype"]))
-        return {k: _str_to_ints(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_str_to_ints(v) for v in obj]
-    return obj
-
-
 __all__ = [
     "Checkpoint",
     "CheckpointFallbackWarning",
     "CheckpointInfo",
     "CheckpointStore",
-    "flatten_state",
-    "iter_tensors",
-    "numpy_rng_from_state",
-    "numpy_rng_state",
-    "python_rng_state",
-    "set_numpy_rng_state",
-    "set_python_rng_state",
-    "set_torch_rng_state",
-    "torch_rng_state",
-    "unflatten_state",
 ]

@@ -1,4 +1,4 @@
-"""Per-iteration training metrics as small Arrow IPC files (DESIGN.md §6), plus optional TensorBoard events.
+"""Per-iteration training metrics as small Arrow IPC files, plus optional TensorBoard events.
 
 Each ``append`` publishes one file ``{first:010d}-{last:010d}-{token}.arrow`` (its iteration range) atomically.
 Every row has an ``iteration``; ``read`` concatenates the files (columns unified, missing values null), keeps one

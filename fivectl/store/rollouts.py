@@ -1,4 +1,4 @@
-"""Rollout fragments as Arrow IPC files (DESIGN.md §6), read later by ``surgery verify`` and ``replay``.
+"""Rollout fragments as Arrow IPC files, kept for later inspection and re-evaluation.
 
 A fragment is a dict of numpy arrays sharing their first dimension (e.g. ``[B, T, ...]`` sequences plus ``[B, H]``
 LSTM start states, or ``[T, B, ...]``). Each fragment becomes one record batch with one row per index of that first
@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from fivectl import __version__
 from fivectl.errors import BadInput, FivectlError, RunFailed
-from fivectl.store.atomic import fsync_dir
+from fivectl.store.fsync import fsync_dir
 
 SUFFIX = ".arrow"
 TMP_SUFFIX = ".arrow.tmp"

@@ -1,4 +1,4 @@
-"""The run directory: one folder per experiment, the single place its layout is defined (DESIGN.md §6).
+"""The run directory: one folder per experiment, the single place its layout is defined.
 
 ```
 RUN/

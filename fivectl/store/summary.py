@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from fivectl.errors import BadInput, FivectlError
@@ -13,7 +14,7 @@ from fivectl.store.checkpoint import CheckpointStore
 from fivectl.store.metrics import ITERATION, MetricsLog
 from fivectl.store.rundir import RunDir
 
-# metrics summarised from the last row (the trainer writes these, DESIGN.md §5-6)
+# metrics summarised from the last row (the trainer writes these)
 HEADLINE = ("samples", "samples_per_s", "staleness_mean", "sample_reuse")
 # learning curves in plot order; any other numeric column is plotted after these
 CURVES = (
@@ -30,6 +31,8 @@ CURVES = (
     "sample_reuse",
 )
 NOT_CURVES = {ITERATION, "version", "samples", "time", "wall_seconds"}
+# x axes of the learning curves: samples compare runs on any machine; minutes depend on the CPU (and GPU)
+X_AXES = ("samples", "minutes")
 
 
 def run_summary(run: RunDir) -> dict[str, Any]:
@@ -62,13 +65,41 @@ def run_summary(run: RunDir) -> dict[str, Any]:
     if summary["samples"] is None:
         summary["samples"] = _samples_fallback(run, checkpoints)
     summary["latest_metrics"] = last
+    summary["checkpoint_summary"] = summarize_checkpoints(checkpoints)
     summary["checkpoints"] = checkpoints
     summary["lineage"] = run.meta.get("lineage", [])
     return summary
 
 
-def plot_learning_curves(run: RunDir, out: Path | None = None) -> Path:
-    """Write a PNG grid of the learning curves (x: samples when logged, else iteration). Returns its path."""
+def summarize_checkpoints(checkpoints: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The checkpoint list in a few figures (a 30-minute run keeps ~200 versions): how many, first and last,
+    the spacing between neighbours (min, median, max), the milestones, how many are model-only (opponent-pool
+    members), unreadable, and their size. None when there is no checkpoint."""
+    if not checkpoints:
+        return None
+    versions = np.array([c["version"] for c in checkpoints], dtype=np.int64)
+    gaps = np.diff(versions)
+    return {
+        "count": len(checkpoints),
+        "first": int(versions[0]),
+        "last": int(versions[-1]),
+        "spacing": (
+            {"min": int(gaps.min()), "median": float(np.median(gaps)), "max": int(gaps.max())}
+            if len(gaps)
+            else None
+        ),
+        "milestones": [c["version"] for c in checkpoints if c["milestone"]],
+        "model_only": sum(bool(c.get("model_only")) for c in checkpoints),
+        "unreadable": [c["version"] for c in checkpoints if c.get("readable") is False],
+        "bytes": sum(c["bytes"] for c in checkpoints),
+    }
+
+
+def plot_learning_curves(run: RunDir, out: Path | None = None, x: str = "samples") -> Path:
+    """Write a PNG grid of the learning curves against ``x``: ``samples`` (the iteration when the log has no
+    sample counts) or ``minutes`` of training (wall clock, summed over resumes). Returns its path."""
+    if x not in X_AXES:
+        raise BadInput(f"--x: must be one of {', '.join(X_AXES)}, got {x!r}")
     table = MetricsLog(run.metrics_path).read()
     if table.num_rows == 0:
         raise BadInput(f"{run.path}: no metrics yet (nothing to plot)")
@@ -80,8 +111,7 @@ def plot_learning_curves(run: RunDir, out: Path | None = None) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    x_key = "samples" if "samples" in table.column_names and table["samples"].null_count == 0 else ITERATION
-    x = table[x_key].to_numpy(zero_copy_only=False)
+    x_label, x_values = _x_axis(run, table, x)
     ncols = min(3, len(columns))
     nrows = math.ceil(len(columns) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 2.8 * nrows), squeeze=False)
@@ -89,10 +119,10 @@ def plot_learning_curves(run: RunDir, out: Path | None = None) -> Path:
         y = (
             table[name].cast(pa.float64()).to_numpy(zero_copy_only=False)
         )  # nulls become NaN: gaps in the line
-        ax.plot(x, y, lw=1.2)
+        ax.plot(x_values, y, lw=1.2)
         ax.set_title(name, fontsize=10)
         ax.grid(alpha=0.3)
-        ax.set_xlabel(x_key, fontsize=8)
+        ax.set_xlabel(x_label, fontsize=8)
         ax.tick_params(labelsize=8)
     for ax in list(axes.flat)[len(columns) :]:
         ax.set_visible(False)
@@ -107,6 +137,16 @@ def plot_learning_curves(run: RunDir, out: Path | None = None) -> Path:
     finally:
         plt.close(fig)
     return out
+
+
+def _x_axis(run: RunDir, table: pa.Table, x: str) -> tuple[str, np.ndarray]:
+    """The label and values of the x axis ``x`` for every metrics row."""
+    if x == "minutes":
+        if "wall_seconds" not in table.column_names or table["wall_seconds"].null_count:
+            raise BadInput(f"{run.path}: the metrics log has no wall_seconds column to plot against minutes")
+        return "minutes of training", table["wall_seconds"].to_numpy(zero_copy_only=False) / 60.0
+    key = "samples" if "samples" in table.column_names and table["samples"].null_count == 0 else ITERATION
+    return key, table[key].to_numpy(zero_copy_only=False)
 
 
 def _curve_columns(table: pa.Table) -> list[str]:
@@ -157,4 +197,4 @@ def _samples_fallback(run: RunDir, checkpoints: list[dict[str, Any]]) -> Any:
     return run.meta.get("samples")
 
 
-__all__ = ["plot_learning_curves", "run_summary"]
+__all__ = ["plot_learning_curves", "run_summary", "summarize_checkpoints"]

@@ -30,6 +30,7 @@ def make_run(path: Path, versions: tuple[int, ...] = (10, 20), iterations: int =
                 "iteration": i,
                 "version": i,
                 "samples": 1000 * i,
+                "wall_seconds": 30.0 * i,
                 "samples_per_s": 500.0 + i,
                 "staleness_mean": 0.5,
                 "sample_reuse": 1.25,
@@ -63,6 +64,38 @@ def test_show_table(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     for text in ("latest version", "20,000", "policy_loss", "checkpoints", "KiB"):
         assert text in result.stdout
+
+
+def test_show_summarises_many_checkpoints_and_json_keeps_every_one(tmp_path: Path) -> None:
+    # a long run: retention leaves milestones (quickstart: every 100) far apart and the newest close together
+    versions = (100, 200, 300, 310, 312, 314, 316, 318)
+    run = make_run(tmp_path / "run", versions=())
+    store = CheckpointStore(run.checkpoints_path)
+    for v in versions:
+        store.save(
+            v, {"model": {"w": np.ones(8, np.float32)}, "optimizer": {"m": np.ones(8)}}, {"iteration": v}
+        )
+    store.slim(310)  # a past version kept for the opponent pool
+    text = runner.invoke(app, ["show", str(run.path)])
+    assert text.exit_code == 0, text.output
+    out = text.stdout
+    assert "v100-v318" in out and "2-100 versions apart (median 2)" in out
+    assert "v100, v200, v300" in out and "1 (opponent-pool members)" in out
+    assert "newest 3 checkpoint(s)" in out
+    listed = [line.split()[1] for line in out.splitlines() if line.startswith("│ 3")]
+    assert listed == ["314", "316", "318"]  # only the newest, one by one: not v100 ... v312
+    data = json.loads(runner.invoke(app, ["show", str(run.path), "--json"]).stdout)
+    assert [c["version"] for c in data["checkpoints"]] == list(versions)  # the full list stays in --json
+    summary = data["checkpoint_summary"]
+    assert (summary["count"], summary["first"], summary["last"]) == (8, 100, 318)
+    assert summary["spacing"] == {"min": 2, "median": 2.0, "max": 100}
+    assert summary["milestones"] == [100, 200, 300] and summary["model_only"] == 1
+
+
+def test_show_spacing_of_evenly_spaced_checkpoints(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run", versions=(10, 20, 30))
+    out = runner.invoke(app, ["show", str(run.path)]).stdout
+    assert "every 10 versions" in out and "v10-v30" in out
 
 
 def test_show_tells_slimmed_pool_checkpoints_apart(tmp_path: Path) -> None:
@@ -113,6 +146,50 @@ def test_plot_writes_a_png(tmp_path: Path) -> None:
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
     default = runner.invoke(app, ["plot", str(run.path)])
     assert default.exit_code == 0 and (run.logs_path / "learning_curves.png").is_file()
+
+
+def plotted_axes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[float]]]:
+    """(x label, x data) of every visible panel of each figure saved from now on."""
+    from matplotlib.figure import Figure
+
+    seen: list[tuple[str, list[float]]] = []
+    save = Figure.savefig
+
+    def recording_save(fig, *args, **kwargs):
+        for ax in fig.axes:
+            if ax.get_visible():
+                seen.append((ax.get_xlabel(), list(ax.lines[0].get_xdata())))
+        return save(fig, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", recording_save)
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("option", "label", "per_row"),
+    [((), "samples", 1000.0), (("--x", "samples"), "samples", 1000.0), (("--x", "minutes"), "minutes", 0.5)],
+)
+def test_plot_x_axis_is_samples_by_default_or_minutes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: tuple[str, ...], label: str, per_row: float
+) -> None:
+    run = make_run(tmp_path / "run")  # row i: 1000 * i samples, 30 * i seconds
+    seen = plotted_axes(monkeypatch)
+    result = runner.invoke(app, ["plot", str(run.path), "--out", str(tmp_path / "c.png"), *option])
+    assert result.exit_code == 0, result.output
+    assert seen and all(label in xlabel for xlabel, _ in seen)
+    for _, xs in seen:
+        assert xs == pytest.approx([per_row * i for i in range(1, 21)])
+
+
+def test_plot_bad_x_axis_or_no_wall_clock_is_exit_2(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    bad = runner.invoke(app, ["plot", str(run.path), "--x", "hours"])
+    assert bad.exit_code == 2 and "samples, minutes" in bad.output
+    assert len(bad.output.strip().splitlines()) == 1
+    bare = make_run(tmp_path / "bare", versions=(), iterations=0)
+    MetricsLog(bare.metrics_path).append([{"iteration": 1, "samples": 10, "policy_loss": 1.0}])
+    missing = runner.invoke(app, ["plot", str(bare.path), "--x", "minutes"])
+    assert missing.exit_code == 2 and "wall_seconds" in missing.output
 
 
 def test_plot_without_metrics_is_exit_2(tmp_path: Path) -> None:

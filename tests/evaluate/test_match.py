@@ -80,10 +80,38 @@ def test_losing_side_and_draws(fake_env, fake_schema):
     assert (d.draws, d.a_win_rate, d.outcomes) == (4, 0.5, [0, 0, 0, 0])
 
 
+class CountingAgent(FixedAgent):
+    """Counts what it is asked to play: calls, games started and slot-steps, in the games (rows) it plays only.
+
+    The fake game restarts every slot as soon as its game ends, also once the match has no game left to put
+    there: games in such idle slots are not asked about (an agent without ``act_rows`` is shown them anyway)."""
+
+    def __init__(self, primary, spec):
+        super().__init__(primary, spec)
+        self.calls = self.games_played = self.slot_steps = 0
+
+    def act(self, env, obs, team, first):
+        return self.act_rows(env, obs, team, first, np.arange(len(team)))
+
+    def act_rows(self, env, obs, team, first, rows):
+        self.calls += 1
+        self.games_played += int(first[rows].sum())
+        self.slot_steps += len(rows)
+        return FixedAgent.act(self, env, obs, team, first)[rows]
+
+
+def game_steps(games: range) -> int:
+    """Steps the fake game's games ``games`` last in all (game i: 3 + i % 4; slots take games in order)."""
+    return sum(3 + i % 4 for i in games)
+
+
 def test_every_game_is_played_once_with_few_slots(fake_env, fake_schema):
-    a, b = FixedAgent(ATTACK, "a"), FixedAgent(0, "b")
-    play_match(a, b, GameConfig(), games=9, batch=2, schema=fake_schema, make_env=fake_env)
-    assert a.games_started >= 9  # new games start in slots as old ones end (the last ones may be ignored)
+    a, b = CountingAgent(ATTACK, "a"), CountingAgent(0, "b")
+    r = play_match(a, b, GameConfig(), games=9, batch=2, schema=fake_schema, make_env=fake_env)
+    assert (r.games, r.outcomes) == (9, [1] * 9)  # every game has its own result (a missing one reads as a draw)
+    for agent in (a, b):
+        assert agent.games_played == 9  # no game started twice, none skipped, no idle slot's game played
+        assert agent.slot_steps == game_steps(range(9))  # each game played to its end exactly once
 
 
 def test_random_agent_only_takes_valid_actions(fake_env, fake_schema):
@@ -156,15 +184,7 @@ class CountingEnv:
 
 
 def test_play_matches_attributes_every_match_and_calls_each_agent_once_per_step(fake_env, fake_schema):
-    attacker, idler, other = FixedAgent(ATTACK, "attacker"), FixedAgent(0, "idler"), FixedAgent(0, "other")
-    calls = {"attacker": 0}
-    act = attacker.act
-
-    def counted_act(*args):
-        calls["attacker"] += 1
-        return act(*args)
-
-    attacker.act = counted_act
+    attacker, idler, other = CountingAgent(ATTACK, "attacker"), FixedAgent(0, "idler"), FixedAgent(0, "other")
     pairings = [Pairing(attacker, idler, 5), Pairing(idler, attacker, 4), Pairing(idler, other, 3)]
     CountingEnv.steps = 0
     results = play_matches(
@@ -176,8 +196,9 @@ def test_play_matches_attributes_every_match_and_calls_each_agent_once_per_step(
         results[0].outcomes == [1] * 5 and results[1].outcomes == [-1] * 4 and results[2].outcomes == [0] * 3
     )
     assert (results[0].team0_wins, results[1].team0_wins) == (3, 2)  # A on team i % 2 within each match
-    assert calls["attacker"] <= CountingEnv.steps  # one call per step for both of its matches, not one each
-    assert attacker.games_started >= 9
+    assert attacker.calls <= CountingEnv.steps  # one call per step for both of its matches, not one each
+    assert attacker.games_played == 9  # its 5 + 4 games (global games 0-8), each once
+    assert attacker.slot_steps == game_steps(range(9))
 
 
 class RowAgent(FixedAgent):

@@ -8,10 +8,10 @@ from torch import nn
 
 from fivectl.config.train import TrainConfig
 from fivectl.errors import BadInput
+from fivectl.model.normalize import RunningMeanStd
 from fivectl.rl.bptt import first_from_dones, join_windows
 from fivectl.rl.gae import compute_gae
 from fivectl.rl.learner import FragmentBatch, PPOLearner, concat_fragments, keep_trained_teams
-from fivectl.rl.normalize import RunningMeanStd
 from fivectl.rl.schedules import Hyperparameters
 
 OBS, HIDDEN, ACTIONS, STEPS, WINDOW = 6, 32, 5, 64, 16

@@ -15,8 +15,8 @@ import pytest
 
 from fivectl.config import load_recipe
 from fivectl.model import PolicyNet
+from fivectl.runtime.fragment_queue import ProcessSource
 from fivectl.runtime.params import ParameterStore
-from fivectl.runtime.sources import ProcessSource
 from fivectl.schema import load_schema
 from fivectl.store.checkpoint import CheckpointStore
 from fivectl.store.metrics import MetricsLog

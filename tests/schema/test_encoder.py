@@ -87,7 +87,9 @@ def test_retired_fields_are_constants_and_unknown_fields_fail(schema):
     bad = dataclasses.replace(g, fields=g.fields + (Field(name="moon_phase"),))
     s3 = dataclasses.replace(schema, groups=tuple(bad if x is g else x for x in schema.groups))
     with pytest.raises(BadInput, match="moon_phase"):
-        compile_schema(s3)
+        compile_schema(s3, env.act_kind, env.act_slot)
+    with pytest.raises(BadInput, match="action table"):
+        compile_schema(schema, env.act_kind[:-1], env.act_slot[:-1])
 
 
 def test_a_new_field_only_needs_the_registry(schema):

@@ -1,12 +1,17 @@
+"""The opponent pool of paper appendix N; opponents are drawn as training draws them, by a worker's OpponentSet
+from the versions and probabilities the learner publishes."""
+
 import json
 import math
 
 import numpy as np
 import pytest
 
-from fivectl.config import SelfPlayConfig
+from fivectl.config import SelfPlayConfig, recipe_from_dict
 from fivectl.errors import BadInput
-from fivectl.selfplay import LATEST, LATEST_ID, OpponentPool
+from fivectl.runtime.opponents import LATEST, OpponentSet
+from fivectl.schema import load_schema
+from fivectl.selfplay import OpponentPool
 
 
 def make_pool(**kw) -> OpponentPool:
@@ -20,18 +25,40 @@ def filled_pool(n: int, **kw) -> OpponentPool:
     return pool
 
 
+def worker_draws(pool: OpponentPool, games: int, seed: int = 0) -> OpponentSet:
+    """The opponents of a worker's games, for drawing as the training run draws them: bots off, every game
+    drawn independently, the pool's own ``latest_fraction``."""
+    recipe = recipe_from_dict(
+        {
+            "game": {"team_size": 1},
+            "selfplay": {
+                "latest_fraction": pool.cfg.latest_fraction,
+                "past_versions_per_batch": 0,
+                "bots": [],
+            },
+            "model": {"lstm_size": 4},
+        }
+    )
+    return OpponentSet(recipe, load_schema(1), None, games, np.random.default_rng(seed))
+
+
+def draw(pool: OpponentPool, opponents: OpponentSet) -> np.ndarray:
+    """New opponents for every game of ``opponents``, from what the learner publishes: (versions, p)."""
+    published = (np.array(pool.versions, dtype=np.int64), pool.probabilities())
+    opponents.assign(np.ones(opponents.games, dtype=bool), published)
+    return opponents.opponent.astype(np.int64)
+
+
 def test_empty_pool_plays_only_latest():
-    pool = make_pool()
-    rng = np.random.default_rng(0)
-    assert (pool.assign(50, rng) == LATEST_ID).all()
-    assert pool.sample_opponent(rng) == LATEST
+    assert (draw(make_pool(), worker_draws(make_pool(), 50)) == LATEST).all()
 
 
 def test_latest_fraction_and_softmax_sampling():
     pool = filled_pool(3)
     pool._q = [0.0, math.log(2.0), math.log(5.0)]  # p = [1, 2, 5] / 8
-    opponents = pool.assign(200_000, np.random.default_rng(1))
-    latest = opponents == LATEST_ID
+    games = worker_draws(pool, 50_000, seed=1)
+    opponents = np.concatenate([draw(pool, games) for _ in range(4)])
+    latest = opponents == LATEST
     assert abs(latest.mean() - 0.8) < 0.005
     past = opponents[~latest]
     freq = np.bincount(past, minlength=3) / past.size
@@ -40,29 +67,9 @@ def test_latest_fraction_and_softmax_sampling():
 
 def test_latest_fraction_is_a_recipe_setting():
     pool = filled_pool(2, latest_fraction=0.0)
-    assert (pool.assign(100, np.random.default_rng(2)) != LATEST_ID).all()
+    assert (draw(pool, worker_draws(pool, 100, seed=2)) != LATEST).all()
     pool = filled_pool(2, latest_fraction=1.0)
-    assert (pool.assign(100, np.random.default_rng(2)) == LATEST_ID).all()
-
-
-def test_sample_opponent_returns_version_or_latest():
-    pool = filled_pool(1, latest_fraction=0.5)
-    seen = {pool.sample_opponent(np.random.default_rng(s)) for s in range(40)}
-    assert seen == {0, LATEST}
-
-
-def test_reassign_changes_opponents_only_for_games_that_ended():
-    pool = filled_pool(5, latest_fraction=0.0)
-    rng = np.random.default_rng(6)
-    opponents = pool.assign(64, rng)
-    for _ in range(20):
-        ended = rng.random(64) < 0.3
-        new = pool.reassign(opponents, ended, rng)
-        np.testing.assert_array_equal(new[~ended], opponents[~ended])
-        assert np.isin(new, pool.versions).all()
-        opponents = new
-    with pytest.raises(BadInput):
-        pool.reassign(opponents, np.ones(3, dtype=bool), rng)
+    assert (draw(pool, worker_draws(pool, 100, seed=2)) == LATEST).all()
 
 
 def test_versions_join_every_add_every_iterations_with_max_q():
@@ -97,7 +104,6 @@ def test_loss_draw_and_latest_games_leave_q_unchanged():
     before = pool.q.copy()
     pool.record_result(2, agent_won=False)
     pool.record_result(LATEST, agent_won=True)
-    pool.record_result(LATEST_ID, agent_won=True)
     np.testing.assert_array_equal(pool.q, before)
     m = pool.metrics()
     assert m["pool_past_games"] == 1 and m["pool_past_win_rate"] == 0.0
@@ -108,30 +114,29 @@ def test_expected_update_is_uniform_across_opponents():
     # an opponent that is always beaten loses quality at the same rate however rarely it is drawn.
     pool = filled_pool(3, latest_fraction=0.0, eta=0.01)
     pool._q = [0.0, 2.0, -2.0]
-    rng = np.random.default_rng(3)
+    game = worker_draws(pool, 1, seed=3)
     start = pool.q.copy()
     n_games = 3000
     for _ in range(n_games):
-        opponent = pool.sample_opponent(rng)
-        pool.record_result(opponent, agent_won=True)
+        pool.record_results(draw(pool, game), [True])
     drops = start - pool.q
     np.testing.assert_allclose(drops, n_games * 0.01 / 3, rtol=0.15)
 
 
 def test_beaten_opponents_lose_probability_to_unbeaten_ones():
     pool = filled_pool(5, latest_fraction=0.0)
-    rng = np.random.default_rng(4)
+    game = worker_draws(pool, 1, seed=4)
     strong = 4  # the newest version: the agent never beats it
     for _ in range(3000):
-        opponent = pool.sample_opponent(rng)
-        pool.record_result(opponent, agent_won=opponent != strong)
+        opponent = draw(pool, game)
+        pool.record_results(opponent, opponent != strong)
     p = pool.probabilities()
     assert p.argmax() == strong and p[strong] > 0.5
 
 
 def test_record_results_matches_sequential_calls():
     a, b = filled_pool(4), filled_pool(4)
-    opponents = np.array([0, 1, LATEST_ID, 1, 3, 2])
+    opponents = np.array([0, 1, LATEST, 1, 3, 2])
     won = np.array([True, True, True, False, True, True])
     a.record_results(opponents, won)
     for o, w in zip(opponents, won, strict=True):
@@ -180,11 +185,11 @@ def test_metrics():
 def test_state_round_trips_through_json_and_resume_is_exact():
     cfg = dict(add_every=2, max_pool=5)
     pool = make_pool(**cfg)
-    rng = np.random.default_rng(5)
+    games = worker_draws(pool, 8, seed=5)
+    rng = games.rng
     for it in range(12):
         pool.maybe_add(it, it)
-        opponents = pool.assign(8, rng)
-        pool.record_results(opponents, rng.random(8) < 0.7)
+        pool.record_results(draw(pool, games), rng.random(8) < 0.7)
     saved = json.loads(json.dumps(pool.state_dict()))
     rng_state = rng.bit_generator.state
 
@@ -193,12 +198,12 @@ def test_state_round_trips_through_json_and_resume_is_exact():
     assert resumed.state_dict() == pool.state_dict()
     assert resumed.metrics() == pytest.approx(pool.metrics(), nan_ok=True)
 
-    rng2 = np.random.default_rng()
-    rng2.bit_generator.state = rng_state
+    resumed_games = worker_draws(resumed, 8)
+    resumed_games.rng.bit_generator.state = rng_state
     for it in range(12, 20):
-        for p, r in ((pool, rng), (resumed, rng2)):
+        for p, g in ((pool, games), (resumed, resumed_games)):
             p.maybe_add(it, it)
-            p.record_results(p.assign(8, r), r.random(8) < 0.7)
+            p.record_results(draw(p, g), g.rng.random(8) < 0.7)
     assert resumed.state_dict() == pool.state_dict()
 
 

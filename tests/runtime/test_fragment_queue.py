@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fivectl.config import load_recipe
 from fivectl.model import PolicyNet
+from fivectl.runtime.fragment_queue import ProcessSource
 from fivectl.runtime.params import ParameterStore
-from fivectl.runtime.sources import ProcessSource
 from fivectl.schema import load_schema
 
 

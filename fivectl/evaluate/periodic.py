@@ -1,8 +1,10 @@
 """Periodic TrueSkill evaluation during training, in its own process so the learner is not slowed.
 
-Every ``eval.every_versions`` versions the trainer checkpoints the version and hands it to one evaluation
+Every ``eval.every_versions`` versions the learner checkpoints the version and hands it to one evaluation
 process (if the previous one is still busy, that version is skipped). Ratings land in the run's league, where
-the trainer reads the latest one back for its metrics and live view.
+the learner reads the latest one back for its metrics and live view. ``fivectl train`` hands a
+:class:`PeriodicEvaluator` to the learner as its evaluation hook (``runtime/evaluation_hook.py``): the runtime
+never imports this feature.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import multiprocessing as mp
 from pathlib import Path
 
+from fivectl.config import Recipe
 from fivectl.errors import FivectlError
 
 
@@ -34,6 +37,11 @@ class PeriodicEvaluator:
         self.ctx = mp.get_context("spawn")
         self.proc = None
         self.submitted: list[int] = []
+
+    @classmethod
+    def for_run(cls, run_dir: Path, recipe: Recipe) -> PeriodicEvaluator:
+        """The evaluator a recipe's ``[eval]`` section asks for."""
+        return cls(run_dir, recipe.eval.every_versions, recipe.eval.games)
 
     @property
     def enabled(self) -> bool:

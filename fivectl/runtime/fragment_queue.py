@@ -1,8 +1,10 @@
-"""Where the learner's fragments come from: worker processes, or one in-process worker (serial mode).
+"""The fragment queue between the rollout workers and the learner, and the supervision of the worker processes.
 
-Both sources give the learner the same thing: ``get()`` a filled slot, copy it, ``release()`` it. The transport
-(shared memory and per-worker pipes here) stays behind this boundary, so another one (e.g. Ray across nodes) can be
-swapped in without touching the RL code.
+Fragments come from worker processes (``ProcessSource``, which also starts them, watches their heartbeats and
+restarts a dead or hung one) or from one in-process worker (``SerialSource``, serial mode). Both give the
+learner the same thing: ``get()`` a filled slot, copy it, ``release()`` it. The transport (shared memory and
+per-worker pipes here) stays behind this boundary, so another one (e.g. Ray across nodes) can be swapped in
+without touching the RL code.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from fivectl.runtime.worker import (
     CTRL_INFER_S,
     CTRL_READY,
     CTRL_SIM_S,
-    CTRL_STEPS,
     CTRL_VERSION,
     CTRL_WAIT_S,
     SLOT_FREE,
@@ -281,9 +282,6 @@ class ProcessSource:
             float(rows[:, CTRL_WAIT_S].sum()),
             [int(v) for v in rows[:, CTRL_VERSION]],
         )
-
-    def total_steps(self) -> int:
-        return int(self.ctrl["workers"][:, CTRL_STEPS].sum())
 
     def close(self) -> None:
         self.ctrl["stop"][0] = 1

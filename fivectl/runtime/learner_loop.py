@@ -1,0 +1,403 @@
+"""The learner's side of ``fivectl train``: collect fragments, optimize, publish versions, checkpoint, log.
+
+One loop, the paper's Fig. 2 on one machine:
+
+    workers --fragments (shared memory)--> learner --PPO iteration--> new parameter version --> parameter store
+                                            |                                                    (workers read it
+                                            +--> checkpoints (Zarr), metrics and rollouts (Arrow)  between fragments)
+
+The roles around the loop live beside it: ``run_setup`` opens the run, ``fragment_queue`` runs and supervises the
+workers and hands their fragments over, ``params`` publishes versions to them, ``run_state`` checkpoints and
+restores (resume is exact: rollout workers are reseeded from (seed, worker, version), so a resumed run plays the
+same games as a run that had stopped cleanly at that checkpoint), ``learner_metrics`` logs.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from typing import Any
+
+import numpy as np
+import torch
+
+from fivectl.config import Recipe
+from fivectl.errors import RunFailed
+from fivectl.model import PolicyNet
+from fivectl.rl.aux import aux_losses
+from fivectl.rl.gae import gamma_from_horizon
+from fivectl.rl.learner import PPOLearner, keep_trained_teams
+from fivectl.rl.normalize import RewardScaler
+from fivectl.rl.schedules import Progress, hyperparameters_at, step_seconds
+from fivectl.runtime.buffers import copy_fragment
+from fivectl.runtime.evaluation_hook import EvaluationHook, NoEvaluation
+from fivectl.runtime.fragment_queue import ProcessSource, SerialSource
+from fivectl.runtime.learner_batch import learner_batch, per_step_arrays
+from fivectl.runtime.learner_metrics import BufferedMetrics, IterationTimes, games_finished, metrics_row
+from fivectl.runtime.live import LiveView
+from fivectl.runtime.opponents import LATEST
+from fivectl.runtime.params import ParameterStore
+from fivectl.runtime.run_setup import (
+    TrainOptions,
+    check_recipe_for_training,
+    open_or_create_run,
+    resolve_device,
+)
+from fivectl.runtime.run_state import Counters, LearnerState, RunCheckpoints
+from fivectl.runtime.worker import warm_up_game
+from fivectl.schema import ObsSchema, load_schema
+from fivectl.selfplay import OpponentPool
+from fivectl.store.rollouts import RolloutWriter, remove_partial_rollouts
+from fivectl.store.rundir import RunDir
+
+
+class Trainer:
+    def __init__(self, run: RunDir, recipe: Recipe, opts: TrainOptions):
+        check_recipe_for_training(recipe)
+        self.run = run
+        self.recipe = recipe
+        self.opts = opts
+        self.train_cfg = recipe.train
+        self.schema: ObsSchema = load_schema(recipe.model.schema_version)
+        self.device = resolve_device(self.train_cfg.device)
+        self.team_size = recipe.game.team_size
+        self.agents_per_worker = self.train_cfg.games_per_worker * 2 * self.team_size
+        self.n_workers = self.train_cfg.workers
+        self.view: LiveView | None = None
+        self.checkpoints = RunCheckpoints(run, recipe, self.schema, self.note)
+        self.metrics = BufferedMetrics(run.metrics_path, run.logs_path / "tensorboard")
+        self.evaluator: EvaluationHook = NoEvaluation()
+
+        torch.manual_seed(self.train_cfg.seed)
+        model = PolicyNet(self.schema, recipe.model, self.team_size, obs_clip=recipe.train.obs_clip).to(
+            self.device
+        )
+        generator = torch.Generator().manual_seed(self.train_cfg.seed)
+        learner = PPOLearner(
+            model,
+            self.train_cfg,
+            team_size=self.team_size,
+            aux_loss_fn=aux_losses,
+            objective_gamma=gamma_from_horizon(self.train_cfg.aux_objective_horizon_s, step_seconds(recipe)),
+            generator=generator,
+        )
+        self.state = LearnerState(
+            model=model,
+            learner=learner,
+            generator=generator,
+            reward_scalers=[RewardScaler(self.agents_per_worker) for _ in range(max(self.n_workers, 1))],
+            pool=OpponentPool(recipe.selfplay),
+            counters=Counters(),
+        )
+        self.bot_results: deque[float] = deque(maxlen=200)  # recent games against scripted bots: 1, 0.5, 0
+        self.stop_reason = ""
+        self._stop_requested = False
+
+    @property
+    def counters(self) -> Counters:
+        return self.state.counters
+
+    # ---- checkpoints -------------------------------------------------------------------------------------------
+
+    def save_checkpoint(self) -> int:
+        self.metrics.flush()  # a checkpoint is never ahead of the metrics
+        return self.checkpoints.save(self.state)
+
+    def restore(self) -> int:
+        version = self.checkpoints.restore(self.state)
+        removed = self.metrics.truncate_after(self.counters.iteration)
+        if removed:
+            self.note(f"dropped {removed} metric rows written after checkpoint v{version}")
+        return version
+
+    def checkpoint_if_new(self, why: str = "") -> None:
+        if self.counters.version != self.checkpoints.last_version:
+            self.save_checkpoint()
+            self.note(f"checkpoint v{self.counters.version}{why}")
+
+    # ---- the loop ----------------------------------------------------------------------------------------------
+
+    def note(self, text: str) -> None:
+        if self.view is not None:
+            self.view.note(text)
+
+    def request_stop(self, *_: Any) -> None:
+        if self._stop_requested:
+            raise KeyboardInterrupt
+        self._stop_requested = True
+        self.stop_reason = "interrupted"
+
+    def fragments_per_iteration(self) -> int:
+        windows_per_fragment = self.agents_per_worker * (
+            self.train_cfg.fragment_length // self.train_cfg.bptt
+        )
+        wanted = self.train_cfg.batch_windows * self.train_cfg.minibatches
+        return max(1, math.ceil(wanted / windows_per_fragment))
+
+    def open_fragment_source(self, params: ParameterStore) -> ProcessSource | SerialSource:
+        if self.n_workers > 0:
+            return ProcessSource(
+                self.recipe,
+                self.schema,
+                params,
+                self.train_cfg.seed,
+                self.n_workers,
+                slots_per_worker=self.train_cfg.slots_per_worker,
+                heartbeat_timeout_s=self.opts.heartbeat_timeout_s,
+                run_dir=self.run.path,
+            )
+        return SerialSource(self.recipe, self.schema, params, self.train_cfg.seed, run_dir=self.run.path)
+
+    def run_loop(self) -> dict[str, Any]:
+        self.view = LiveView(f"fivectl train {self.run.path}") if self.opts.live else None
+        # Leftovers of a crash (a half-staged checkpoint, an unpublished rollout file) are never read: remove them.
+        self.checkpoints.store.delete_staging()
+        remove_partial_rollouts(self.run.rollouts_path)
+        resumed_from = None
+        if self.opts.resume and self.checkpoints.store.latest() is not None:
+            resumed_from = self.restore()
+        elif self.opts.resume:
+            self.note("no checkpoint yet: starting from scratch")
+        if self.checkpoints.last_version is None:
+            self.save_checkpoint()  # version 0: a run always has a checkpoint to resume or evaluate
+        warm_up_game(self.recipe, self.schema)
+        model = self.state.model
+        params = ParameterStore.for_model(
+            model.cpu() if self.device.type != "cpu" else model, self.n_workers > 0
+        )
+        model.to(self.device)
+        self.publish(params)
+        source = self.open_fragment_source(params)
+        rollouts = RolloutWriter(
+            self.run.rollouts_path,
+            self.schema,
+            prefix=f"v{self.counters.version:08d}",
+            keep_bytes=int(self.train_cfg.rollout_keep_gb * 1e9),
+        )
+        if self.opts.evaluation is not None:
+            self.evaluator = self.opts.evaluation(self.run.path, self.recipe)
+        start = time.monotonic()
+        wall_at_start = self.counters.wall_seconds
+        try:
+            # Ctrl-C and SIGTERM (schedulers, `timeout`): finish the step, write a checkpoint, exit cleanly.
+            with stop_signals(self.request_stop), self.view if self.view is not None else nullcontext():
+                if resumed_from is not None:
+                    self.note(
+                        f"resumed from checkpoint v{resumed_from} (iteration {self.counters.iteration})"
+                    )
+                while not self._should_stop(start):
+                    row = self.iteration(source, params, rollouts)
+                    self.counters.wall_seconds = wall_at_start + time.monotonic() - start
+                    if row is None:
+                        continue
+                    self.metrics.append(row)
+                    if self.view is not None:
+                        self.view.update(row)
+                    # Each may write a checkpoint; save_checkpoint first writes the buffered metrics rows, so a
+                    # kill -9 in between never leaves a checkpoint ahead of the metrics (workers see a new pool
+                    # member with the next published version).
+                    self.grow_pool()
+                    self.maybe_evaluate()
+                    if self.counters.version % self.train_cfg.checkpoint_every == 0:
+                        self.checkpoint_if_new()
+                self.checkpoint_if_new()
+        finally:
+            source.close()
+            self.checkpoints.close()
+            self.evaluator.close(wait_s=120.0 if self.stop_reason != "interrupted" else 0.0)
+            try:
+                rollouts.close()
+            finally:
+                try:
+                    self.metrics.close()
+                finally:
+                    params.close(unlink=True)
+        return {
+            "run": str(self.run.path),
+            "stop_reason": self.stop_reason,
+            "version": self.counters.version,
+            "checkpoint": self.checkpoints.last_version,
+            "iterations": self.counters.iteration,
+            "samples": self.counters.samples,
+            "games": self.counters.games,
+            "wall_seconds": round(self.counters.wall_seconds, 2),
+        }
+
+    def _should_stop(self, start: float) -> bool:
+        t = self.train_cfg
+        if self._stop_requested:
+            return True
+        if t.max_samples and self.counters.samples >= t.max_samples:
+            self.stop_reason = "max_samples"
+            return True
+        if t.max_minutes and (time.monotonic() - start) / 60.0 >= t.max_minutes:
+            self.stop_reason = "max_minutes"
+            return True
+        return False
+
+    def publish(self, params: ParameterStore) -> None:
+        hp = self.hyperparameters()
+        pool = self.state.pool
+        params.publish(
+            self.state.model,
+            self.counters.version,
+            pool=(np.array(pool.versions, dtype=np.int64), pool.probabilities()),
+            team_spirit=hp.team_spirit,
+            bot_fraction=hp.bot_fraction,
+            samples=float(self.counters.samples),
+        )
+
+    def hyperparameters(self):
+        progress = Progress(samples=self.counters.samples, versions=self.counters.version)
+        return hyperparameters_at(self.recipe, progress, self.counters.warmup_end_version)
+
+    # ---- one iteration -----------------------------------------------------------------------------------------
+
+    def note_health(self, source) -> None:
+        for event in source.check_health():
+            self.note(f"worker {event.worker_id} {event.kind}: {event.detail}")
+
+    def iteration(self, source, params: ParameterStore, rollouts: RolloutWriter) -> dict[str, Any] | None:
+        tic = time.perf_counter()
+        self.note_health(source)
+        fragments, staleness, t_copy = [], [], 0.0
+        want = self.fragments_per_iteration()
+        while len(fragments) < want and not self._stop_requested:
+            got = source.get(timeout=1.0)
+            if got is None:
+                self.note_health(source)
+                continue
+            slot, views = got
+            version = int(views["header"][0])
+            worker = int(views["header"][1])
+            lag = self.counters.version - version
+            self.counters.samples_produced += int(views["train"].sum())
+            if self.train_cfg.staleness_policy == "drop" and lag > self.train_cfg.max_staleness:
+                self.counters.fragments_dropped += 1
+                source.release(slot)
+                continue
+            t_copy0 = time.perf_counter()
+            fragment = copy_fragment(views)
+            t_copy += time.perf_counter() - t_copy0
+            source.release(slot)
+            self.counters.fragments += 1
+            if (
+                self.train_cfg.rollout_save_every
+                and self.counters.fragments % self.train_cfg.rollout_save_every == 0
+            ):
+                rollouts.write(per_step_arrays(fragment))
+            fragments.append((worker, fragment))
+            staleness.append(lag)
+        if not fragments:
+            return None
+        t_wait = time.perf_counter() - tic
+
+        hp = self.hyperparameters()
+        batch = learner_batch(fragments, self.state.reward_scalers, hp.gamma, self.train_cfg.scale_rewards)
+        trained_only = keep_trained_teams(batch, self.team_size)
+        if trained_only.columns // self.team_size >= self.train_cfg.minibatches:
+            batch = trained_only
+        t_learn0 = time.perf_counter()
+        learn = self.state.learner.train_iteration(batch, hp)
+        t_learn = time.perf_counter() - t_learn0
+
+        frs = [f for _, f in fragments]
+        trained = int(sum(f["train"].sum() for f in frs))
+        self.counters.iteration += 1
+        self.record_pool_results(frs)
+        self.counters.samples += trained
+        self.counters.samples_consumed += trained * self.train_cfg.epochs
+        steps = self.train_cfg.epochs * self.train_cfg.minibatches
+        self.counters.gradient_steps += steps
+        self.counters.steps_since_publish += steps
+        if self.counters.steps_since_publish >= self.train_cfg.publish_every:
+            self.wait_for_staleness_bound(source)
+            self.counters.version += 1
+            self.counters.steps_since_publish = 0
+            self.publish(params)
+
+        elapsed = time.perf_counter() - tic
+        self.counters.games += games_finished(frs)
+        return metrics_row(
+            self.counters,
+            frs,
+            staleness,
+            learn,
+            source.stats(),
+            IterationTimes(elapsed=elapsed, wait=t_wait - t_copy, learn=t_learn, copy=t_copy),
+            self.bot_results,
+            self.evaluator.latest_rating() if self.evaluator.enabled else None,
+            self.state.pool.metrics(),
+            self.recipe.reward,
+        )
+
+    def maybe_evaluate(self) -> None:
+        """Periodic evaluation of the new version (recipe ``eval.every_versions``) by the injected hook."""
+        version = self.counters.version
+        if not self.evaluator.due(version) or self.evaluator.busy():
+            return
+        if version != self.checkpoints.last_version:
+            self.save_checkpoint()
+        if self.evaluator.submit(version):
+            self.note(f"evaluating v{version} (TrueSkill) in the background")
+
+    def record_pool_results(self, fragments: list[dict[str, np.ndarray]]) -> None:
+        """Games against past versions that ended: q_i falls when the learner beat version i (paper N). Games
+        against scripted bots (``selfplay.bot_fraction``) feed the ``bot_win_rate_recent`` metric."""
+        for f in fragments:
+            against_bot = (f["opponent"] < LATEST) & (f["game_seconds"] > 0)
+            winner = f["winner"][against_bot]
+            self.bot_results.extend(
+                np.where(winner < 0, 0.5, winner == f["learner_side"][against_bot]).tolist()
+            )
+            ended = (f["opponent"] >= 0) & (f["game_seconds"] > 0)
+            if ended.any():
+                won = f["winner"][ended] == f["learner_side"][ended]
+                self.state.pool.record_results(f["opponent"][ended], won)
+
+    def grow_pool(self) -> None:
+        """Every ``selfplay.add_every`` versions the current one joins the pool; it needs a checkpoint to be
+        loadable by the workers."""
+        version = self.counters.version
+        if version > 0 and self.state.pool.maybe_add(version, version):
+            self.checkpoint_if_new(" (joined the opponent pool)")
+
+    def wait_for_staleness_bound(self, source) -> None:
+        """'wait' policy: publish a new version only when no worker still plays one older than the bound."""
+        if self.train_cfg.staleness_policy != "wait":
+            return
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not self._stop_requested:
+            oldest = source.oldest_version_in_flight()
+            if oldest is None or self.counters.version + 1 - oldest <= self.train_cfg.max_staleness:
+                return
+            time.sleep(0.005)
+
+
+@contextmanager
+def stop_signals(handler: Callable[..., None]) -> Iterator[None]:
+    """Route SIGINT and SIGTERM to ``handler`` for the block, then restore the previous handlers."""
+    old_handlers = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in old_handlers.items():
+            signal.signal(sig, old)
+
+
+def train_run(opts: TrainOptions) -> dict[str, Any]:
+    # One torch thread per process: workers and learner share the cores, and a second thread per process
+    # slowed torch 3.3x here whenever the other core was busy.
+    torch.set_num_threads(1)
+    run, recipe = open_or_create_run(opts)
+    trainer = Trainer(run, recipe, opts)
+    try:
+        return trainer.run_loop()
+    except OSError as e:
+        raise RunFailed(
+            f"{run.path}: {e.strerror or e}{(': ' + str(e.filename)) if e.filename else ''}"
+        ) from e

@@ -1,0 +1,73 @@
+"""Setting a run up for ``fivectl train``: open or create its directory, check the recipe, pick the device."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from fivectl.config import Recipe, load_recipe
+from fivectl.errors import BadInput, ConfigError
+from fivectl.runtime.evaluation_hook import EvaluationHook
+from fivectl.schema import load_schema
+from fivectl.store.rundir import RunDir
+
+
+@dataclass
+class TrainOptions:
+    run_dir: Path
+    recipe_path: Path | None = None
+    resume: bool = False
+    overrides: list[str] = field(default_factory=list)
+    heartbeat_timeout_s: float = 120.0
+    live: bool = True
+    # Builds the periodic evaluation of new versions (run directory, recipe -> hook). The layer above runtime
+    # supplies it (the CLI builds it from evaluate/), so the learner never imports a feature; None = no evaluation.
+    evaluation: Callable[[Path, Recipe], EvaluationHook] | None = None
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "cuda" and not torch.cuda.is_available():
+        raise BadInput("--device cuda: no CUDA device on this machine (use auto or cpu)")
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def open_or_create_run(opts: TrainOptions) -> tuple[RunDir, Recipe]:
+    if opts.resume:
+        run = RunDir.open(opts.run_dir)
+        recipe = run.load_recipe(opts.overrides)
+        if opts.recipe_path is not None:
+            given = load_recipe(opts.recipe_path, opts.overrides)
+            for section in ("game", "model"):
+                if getattr(given, section) != getattr(recipe, section):
+                    raise BadInput(
+                        f"{opts.recipe_path}: its [{section}] differs from the run's ({run.recipe_path}); "
+                        "a running experiment changes through `fivectl surgery` / `fivectl anneal`"
+                    )
+        return run, recipe  # overrides (budgets, workers, ...) apply to this session only
+    if opts.recipe_path is None:
+        raise BadInput("give a RECIPE to start a run")
+    recipe = load_recipe(opts.recipe_path, opts.overrides)
+    check_recipe_for_training(recipe)
+    resolve_device(recipe.train.device)
+    load_schema(recipe.model.schema_version)
+    return RunDir.create(opts.run_dir, recipe, recipe_source=str(opts.recipe_path)), recipe
+
+
+def check_recipe_for_training(recipe: Recipe) -> None:
+    t = recipe.train
+    errors = []
+    if t.fragment_length % t.bptt != 0:
+        errors.append(
+            f"train.fragment_length: {t.fragment_length} must be a multiple of train.bptt ({t.bptt})"
+        )
+    if t.epochs > t.max_sample_reuse:
+        errors.append(
+            f"train.epochs: {t.epochs} passes exceed train.max_sample_reuse ({t.max_sample_reuse:g})"
+        )
+    if errors:
+        raise ConfigError(errors, "recipe")

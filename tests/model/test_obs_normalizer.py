@@ -1,0 +1,85 @@
+import numpy as np
+import pytest
+import torch
+
+from fivectl.errors import BadInput
+from fivectl.model.normalize import RunningMeanStd
+
+
+def test_statistics_match_numpy_on_a_stream_of_batches():
+    rng = np.random.default_rng(0)
+    rms = RunningMeanStd(5)
+    seen = []
+    for i in range(20):
+        # batches of varying size and shifting distribution, with extra leading dims
+        batch = rng.normal(loc=i * 0.3, scale=1 + i * 0.1, size=(rng.integers(1, 7), 3, 5))
+        rms.update(torch.from_numpy(batch))
+        seen.append(batch.reshape(-1, 5))
+    everything = np.concatenate(seen)
+    np.testing.assert_allclose(rms.mean.numpy(), everything.mean(axis=0), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(rms.var.numpy(), everything.var(axis=0), rtol=1e-10)
+    assert rms.count.item() == len(everything)
+
+
+def test_forward_standardizes_masked_columns_clips_and_keeps_dtype():
+    mask = torch.tensor([True, True, False])
+    rms = RunningMeanStd(3, mask=mask, clip=5.0)
+    data = torch.randn(4000, 3, dtype=torch.float64) * torch.tensor([2.0, 10.0, 1.0]) + torch.tensor(
+        [1.0, -3.0, 0.0]
+    )
+    rms.update(data)
+    x = torch.tensor([[1.0, -3.0, 7.0], [1.0 + 100.0, -3.0 - 1000.0, -9.0]], dtype=torch.float32)
+    y = rms(x)
+    assert y.dtype == torch.float32
+    assert torch.allclose(y[0, :2], torch.zeros(2), atol=0.1)  # the mean maps to ~0
+    assert y[1, 0].item() == 5.0 and y[1, 1].item() == -5.0  # clipped to +-clip
+    assert y[0, 2].item() == 7.0 and y[1, 2].item() == -9.0  # unmasked column passes through unchanged
+    expected = (x[:, 0].double() - rms.mean[0]) / torch.sqrt(rms.var[0] + rms.eps)
+    assert torch.allclose(y[0, 0].double(), expected[0], atol=1e-6)
+
+
+def test_statistics_stay_float64_and_round_trip_through_state_dict():
+    rms = RunningMeanStd(2)
+    rms.update(torch.randn(10, 2))
+    net = torch.nn.Sequential(torch.nn.Linear(2, 2), rms).float()
+    assert net[1].mean.dtype == torch.float64
+    copy = RunningMeanStd(2)
+    copy.load_state_dict(rms.state_dict())
+    assert torch.equal(copy.mean, rms.mean) and torch.equal(copy.var, rms.var) and copy.count == rms.count
+
+
+def _reference(norm: RunningMeanStd, x: torch.Tensor) -> torch.Tensor:
+    std = torch.sqrt(norm.var + norm.eps)
+    out = ((x.double() - norm.mean) / std).clamp(-norm.clip, norm.clip).to(x.dtype)
+    return torch.where(norm.mask, out, x)
+
+
+def test_forward_follows_every_way_the_statistics_change():
+    """forward caches (mean, 1/std); an update, a state_dict load or a worker's in-place parameter copy must
+    all be seen by the next call."""
+    torch.manual_seed(0)
+    norm = RunningMeanStd(3, mask=torch.tensor([True, True, False]))
+    x = torch.randn(16, 3) * 4 + 2
+    torch.testing.assert_close(norm(x), _reference(norm, x))
+    norm.update(torch.randn(64, 3) * 3 + 1)
+    torch.testing.assert_close(norm(x), _reference(norm, x))
+
+    other = RunningMeanStd(3, mask=torch.tensor([True, True, False]))
+    other.update(torch.randn(64, 3) * 0.5 - 3)
+    norm.load_state_dict(other.state_dict())
+    torch.testing.assert_close(norm(x), _reference(other, x))
+
+    with torch.no_grad():  # how ParameterStore.read_into refreshes a worker's network
+        for name, t in norm.state_dict().items():
+            t.copy_(RunningMeanStd(3).state_dict()[name] if name != "mask" else t)
+    torch.testing.assert_close(norm(x), _reference(norm, x))
+    assert torch.equal(norm(x)[:, :2], x[:, :2].clamp(-5, 5))  # back to mean 0, var 1 (count 0 prior)
+
+
+def test_update_does_not_track_gradients_and_rejects_wrong_width():
+    rms = RunningMeanStd(2)
+    x = torch.randn(3, 2, requires_grad=True)
+    rms.update(x)
+    assert not rms.mean.requires_grad
+    with pytest.raises(BadInput):
+        rms.update(torch.randn(3, 4))
