@@ -34,8 +34,9 @@ from fivectl.model import PolicyNet
 from fivectl.rl.optim import ClippedAdam
 from fivectl.schema.spec import available_versions, load_schema, schemas_dir
 from fivectl.selfplay import OpponentPool
-from fivectl.store.checkpoint import CheckpointStore, flatten_state
+from fivectl.store.checkpoint import CheckpointStore
 from fivectl.store.rundir import RunDir
+from fivectl.store.state_codec import flatten_state
 from fivectl.surgery.add_obs import plan_add_obs
 from fivectl.surgery.calibrate import calibrate_columns
 from fivectl.surgery.run import operate

@@ -31,8 +31,9 @@ from fivectl.config.loader import to_dict
 from fivectl.errors import BadInput
 from fivectl.schema.spec import ObsSchema
 from fivectl.store.atomic import fsync_dir
-from fivectl.store.checkpoint import Checkpoint, CheckpointStore, flatten_state, unflatten_state
+from fivectl.store.checkpoint import Checkpoint, CheckpointStore
 from fivectl.store.rundir import RunDir
+from fivectl.store.state_codec import flatten_state, unflatten_state
 from fivectl.surgery.lineage import lineage_for_child
 from fivectl.surgery.plan import Plan, apply_model, apply_optimizer, changed_tensors, parameter_counts
 

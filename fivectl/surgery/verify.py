@@ -96,8 +96,8 @@ def schema_of_file(path: Path) -> ObsSchema | None:
 
 def verify(child_spec: str, against: str | None = None, fragments: int = 8, seed: int = 0) -> dict[str, Any]:
     child_run, child_version, parent, parent_version, entry = resolve_pair(child_spec, against)
-    parent_net, parent_attrs = load_policy(parent, parent_version)
-    child_net, child_attrs = load_policy(child_run.path, child_version)
+    parent_net, parent_attrs, _ = load_policy(parent, parent_version)
+    child_net, child_attrs, _ = load_policy(child_run.path, child_version)
     old, new = parent_net.schema, child_net.schema
     generator = torch.Generator().manual_seed(seed)
     worst = dict.fromkeys(OUTPUTS, 0.0)

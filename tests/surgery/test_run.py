@@ -54,8 +54,8 @@ def test_every_kept_version_and_the_pool_get_the_same_surgery(parent_run, tmp_pa
     pool = child_store.load().attrs["opponent_pool"]["versions"]
     assert pool and pool == parent_store.load().attrs["opponent_pool"]["versions"]
     for v in child_store.versions():  # the pool's members and the rest: all wider, all the same function
-        child_net, attrs = load_policy(out, v)
-        parent_net, _ = load_policy(parent_run, v)
+        child_net, attrs, _ = load_policy(out, v)
+        parent_net, _, _ = load_policy(parent_run, v)
         assert attrs["model_config"]["lstm_size"] == 24 and child_net.lstm.hidden_size == 24
         assert same_function(parent_net, child_net, seed=v) <= 1e-5
     assert tree_digest(parent_run) == before  # the parent is never modified
