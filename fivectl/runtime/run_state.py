@@ -134,6 +134,11 @@ class RunCheckpoints:
             state.reward_scalers, unflatten_state(ckpt.arrays["reward_scaler"], attrs["reward_scaler_meta"])
         )
         state.counters = Counters(**attrs["counters"])
+        surgery = attrs.get("surgery")
+        if surgery is not None and surgery.get("version") == state.counters.version:
+            # The first resume of a run made by `fivectl surgery`: its first train.warmup_versions versions are
+            # trained at learning rate 0 while normalizers and Adam's moments settle (paper B, smooth restart).
+            state.counters.warmup_end_version = state.counters.version + self.train_cfg.warmup_versions
         state.pool.load_state_dict(attrs["opponent_pool"])
         state.generator.set_state(torch.tensor(attrs["generator_state"], dtype=torch.uint8))
         set_torch_rng_state(ckpt.arrays["rng"]["torch"])
@@ -160,7 +165,7 @@ class RunCheckpoints:
         if have != want:
             raise SchemaMismatch(
                 f"checkpoint v{version} was written with observation schema v{have}, the recipe asks for v{want}; "
-                f"bridge them with `fivectl surgery add-obs --from v{have} --to v{want}`"
+                f"bridge them with `fivectl surgery add-obs RUN --schema {want} --out NEW_RUN`"
             )
         if attrs.get("model_config") != to_dict(self.recipe.model):
             diffs = [

@@ -22,7 +22,11 @@ def test_add_obs_from_a_schema_file_then_verify(parent_run, tmp_path):
     verified = invoke("surgery", "verify", str(out))
     assert verified.exit_code == 0, verified.output
     assert "within 1e-05" in verified.stdout
-    assert run_json(out)["schema"]["version"] == 9  # the run carries its schema (no schemas/obs/v9.toml needed)
+    assert run_json(out)["schema"]["version"] == 9  # the run carries its schema: no schemas/obs/v9.toml needed
+    trained = invoke("train", "--run", str(out), "--resume", "--max-samples", "450", "--json")
+    assert trained.exit_code == 0, trained.output
+    ckpt = CheckpointStore(out / "checkpoints.zarr").load()
+    assert ckpt.version > 5 and ckpt.attrs["schema_version"] == 9
 
 
 def test_widen_then_verify_then_train_on(parent_run, tmp_path):
