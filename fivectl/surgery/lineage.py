@@ -56,13 +56,13 @@ def lineage_for_child(
     return [*inherited, entry]
 
 
-def surgeries(run: RunDir) -> list[dict[str, Any]]:
-    """The run's surgery entries, oldest first."""
-    return [e for e in run.meta.get("lineage", []) if e.get("event") == EVENT]
+def surgeries(lineage: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The surgery entries of a run's lineage (``run.json``), oldest first."""
+    return [e for e in lineage if e.get("event") == EVENT]
 
 
 def last_surgery(run: RunDir) -> dict[str, Any] | None:
-    found = surgeries(run)
+    found = surgeries(run.meta.get("lineage", []))
     return found[-1] if found else None
 
 

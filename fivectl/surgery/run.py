@@ -32,6 +32,7 @@ from fivectl.errors import BadInput
 from fivectl.schema.spec import ObsSchema
 from fivectl.store.atomic import fsync_dir
 from fivectl.store.checkpoint import Checkpoint, CheckpointStore
+from fivectl.store.metrics import MetricsLog
 from fivectl.store.rundir import RunDir
 from fivectl.store.state_codec import flatten_state, unflatten_state
 from fivectl.surgery.lineage import lineage_for_child
@@ -250,8 +251,9 @@ def operate(
             if on_version is not None:
                 on_version(v)
         counts = parameter_counts(plan, parent.state)
-        if parent.run.metrics_path.is_dir():
-            shutil.copytree(parent.run.metrics_path, stage / "metrics")  # the learning curve goes on
+        if parent.run.metrics_path.is_dir():  # the learning curve goes on, up to the operated checkpoint
+            shutil.copytree(parent.run.metrics_path, stage / "metrics")
+            MetricsLog(stage / "metrics").truncate_after(int(parent.attrs["counters"]["iteration"]))
         child = RunDir.create(stage, child_recipe(parent, plan), parent.run.meta.get("recipe_source", ""))
         child.update_meta(
             schema=json.loads(plan.schema_after.to_json()),

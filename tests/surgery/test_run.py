@@ -90,6 +90,15 @@ def test_lineage_records_the_chain_of_surgeries(parent_run, tmp_path, schemas_di
     assert second["time"] and second["versions_converted"] == CheckpointStore(more / "checkpoints.zarr").versions()
     assert max(second["versions_converted"]) == 3  # the operated version of the first surgery
     assert RunDir.open(more).load_recipe().model.schema_version == 9
+    shown = invoke("runs", "show", str(more))
+    assert shown.exit_code == 0, shown.output
+    chain = shown.stdout.split("lineage:")[1].splitlines()[1:3]
+    assert "parent@3 -> widen --fc 40 -> v3" in chain[0] and "wide@3 -> add-obs" in chain[1]
+    assert "schema v2 -> v9" in chain[1]
+    from fivectl.store.metrics import MetricsLog
+
+    iterations = MetricsLog(more / "metrics").read().column("iteration").to_pylist()
+    assert max(iterations) == CheckpointStore(more / "checkpoints.zarr").load().attrs["counters"]["iteration"]
     # "wide" never trained, so it has no rollouts: verify replays the original run's, encoded for v2
     verified = invoke("surgery", "verify", str(more), "--json")
     assert verified.exit_code == 0, verified.output
