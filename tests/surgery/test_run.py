@@ -118,6 +118,10 @@ def test_add_obs_calibrates_new_columns_per_column(parent_run, tmp_path, schemas
     old_cols = load_schema(2).group("heroes").float_columns()["hp"]
     new_cols = load_schema(9).group("heroes").float_columns()["hp"]
     assert state["encoder.norms.heroes.mean"][new_cols] == parent["encoder.norms.heroes.mean"][old_cols]
+    # counts per column: the old columns keep the parent's, the new one counts only its calibration rows
+    counts = state["encoder.norms.heroes.count"]
+    assert counts[new_cols] == parent["encoder.norms.heroes.count"].max() > 0
+    assert 0 < counts[cols][0] != counts[new_cols][0]
 
 
 def bad(*args: str) -> str:
