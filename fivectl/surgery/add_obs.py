@@ -17,17 +17,12 @@ from __future__ import annotations
 import torch
 
 from fivectl.config.model import ModelConfig
-from fivectl.model.encoder import RunningMeanStd, group_input_width
+from fivectl.model.encoder import group_input_width
 from fivectl.model.layout import first_layer_param, group_fc_columns
 from fivectl.schema.spec import Group, ObsSchema
 from fivectl.surgery.plan import Plan, State
 from fivectl.surgery.remap import TensorMap
 from fivectl.surgery.schemas import added_fields, check_superset, schema_label
-
-
-def counts_per_column() -> bool:
-    """Whether the observation normalizer keeps one count per column (else one per group)."""
-    return RunningMeanStd(2).count.dim() == 1
 
 
 def float_positions(old: Group, new: Group) -> torch.Tensor:
@@ -89,7 +84,6 @@ def plan_add_obs(
         obs_clip=obs_clip,
         seed=seed,
     )
-    count_per_column = counts_per_column()
     new_columns: dict[str, torch.Tensor] = {}
     for g in new.groups:
         first = first_layer_param(g)
@@ -107,11 +101,9 @@ def plan_add_obs(
         if og.n_float:
             fpos = float_positions(og, g)
             new_columns[g.name] = complement(fpos, g.n_float)
-            for buffer in ("mean", "var", "mask"):
+            for buffer in ("mean", "var", "mask", "count"):  # statistics and counts are per column
                 key = f"encoder.norms.{g.name}.{buffer}"
                 plan.maps[key] = TensorMap(key, (fpos,))
-            key = f"encoder.norms.{g.name}.count"
-            plan.maps[key] = TensorMap(key, (fpos,) if count_per_column else ())
         elif g.n_float:
             new_columns[g.name] = torch.arange(g.n_float)
     fpos, fnew = fc_positions(old, new, cfg)
@@ -131,11 +123,8 @@ def plan_add_obs(
             prefix = f"encoder.norms.{group}."
             child[prefix + "mean"][columns] = mean[columns].to(child[prefix + "mean"].dtype)
             child[prefix + "var"][columns] = var[columns].to(child[prefix + "var"].dtype)
-            counts = child[prefix + "count"]
-            if counts.dim():
-                counts[columns] = float(count)  # per-column counts: real data outweighs calibration at once
-            elif float(counts) == 0:
-                counts.fill_(float(count))  # a new group: its only statistics are these
+            # its own count: a few thousand calibration rows that training data soon outweighs
+            child[prefix + "count"][columns] = float(count)
             plan.notes[prefix + "mean"] = f"{columns.numel()} new columns calibrated on {count} rows"
 
     plan.adjust = adjust

@@ -45,6 +45,9 @@ def _grid(index: tuple[Index, ...], shape: torch.Size) -> tuple[Index, ...]:
 def place(target: torch.Tensor, source: torch.Tensor, dest: tuple[Index, ...]) -> None:
     """``target[dest] = source``, with ``dest`` as in :class:`TensorMap`."""
     if not dest:
+        if source.dim() == 0 and target.dim() == 1:
+            target.fill_(source)  # one value for every entry (a normalizer's single count in older checkpoints)
+            return
         if target.shape != source.shape:
             raise ValueError(f"shape {tuple(source.shape)} cannot be copied into {tuple(target.shape)}")
         target.copy_(source)

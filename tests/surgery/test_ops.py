@@ -137,6 +137,20 @@ def test_widen_is_exact_including_the_lstm_and_the_pooled_slice(sizes, team_size
         assert cs["lstm.weight_ih_l0"][h:h2].abs().sum() > 0
 
 
+def test_checkpoints_with_one_normalizer_count_per_group_convert():
+    """Checkpoints written before counts were kept per column hold a single count per group."""
+    old, new = schema_of(v2_dict()), schema_of(superset_dict())
+    parent = make_net(old, tiny_cfg())
+    state = {k: (v[0].clone() if k.endswith(".count") else v) for k, v in parent.state_dict().items()}
+    for plan in (plan_widen(old, tiny_cfg(), 1, fc=24), plan_add_obs(old, new, tiny_cfg(), 1, new_label="v9")):
+        child = apply_model(plan, state)
+        counts = child["encoder.norms.self.count"]
+        old_columns = plan.maps.get("encoder.norms.self.count")
+        kept = counts[old_columns.dest[0]] if old_columns else counts
+        assert kept.tolist() == [1000.0] * old.group("self").n_float
+        assert counts.sum() == kept.sum()  # new columns (not calibrated here) start at count 0
+
+
 def test_widen_keeps_pooled_units_pooled():
     """An old unit of the pooled slice must still be max-pooled across teammates in the child, so the child's
     hidden FC vector restricted to the old units equals the parent's for a team of 3."""
