@@ -91,6 +91,8 @@ def changed_tensors(plan: Plan, parent: State, child: State) -> list[dict[str, A
             continue
         if before.shape != value.shape or (name in plan.notes and not torch.equal(before, value)):
             note = plan.notes.get(name, "")
+            if not note and before.dim() == 0 and value.dim() == 1:
+                note = "one value per column (older checkpoints kept one)"
             rows.append({"name": name, "before": list(before.shape), "after": list(value.shape), "note": note})
     return rows
 
