@@ -88,7 +88,7 @@ def synthetic_run(path: Path, recipe_path: Path, versions: int, seed: int = 0) -
         "recipe_name": recipe.name,
     }
     for v in range(1, versions + 1):
-        counters = {"version": v, "samples": 1000 * v, "warmup_end_version": 0}
+        counters = {"version": v, "iteration": v, "samples": 1000 * v, "warmup_end_version": 0}
         attrs = {**base, "counters": counters, "opponent_pool": pool.state_dict()}
         arrays = {"model": model}
         if v == versions:
@@ -116,10 +116,11 @@ def cpu_model() -> str:
 
 
 def timed_surgery(parent: Path, out: Path, build) -> dict:
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     result = operate(str(parent), out, build)
     return {
         "seconds": round(time.perf_counter() - t0, 2),
+        "cpu_seconds": round(time.process_time() - cpu0, 2),  # this process's CPU: stabler on a shared machine
         "versions": len(result.versions),
         "parameters_before": result.parameters_before,
         "parameters_after": result.parameters_after,

@@ -253,7 +253,7 @@ def operate(
         counts = parameter_counts(plan, parent.state)
         if parent.run.metrics_path.is_dir():  # the learning curve goes on, up to the operated checkpoint
             shutil.copytree(parent.run.metrics_path, stage / "metrics")
-            MetricsLog(stage / "metrics").truncate_after(int(parent.attrs["counters"]["iteration"]))
+            MetricsLog(stage / "metrics").truncate_after(int(parent.attrs["counters"].get("iteration", 0)))
         child = RunDir.create(stage, child_recipe(parent, plan), parent.run.meta.get("recipe_source", ""))
         child.update_meta(
             schema=json.loads(plan.schema_after.to_json()),
