@@ -27,6 +27,9 @@ def test_add_obs_from_a_schema_file_then_verify(parent_run, tmp_path):
     assert trained.exit_code == 0, trained.output
     ckpt = CheckpointStore(out / "checkpoints.zarr").load()
     assert ckpt.version > 5 and ckpt.attrs["schema_version"] == 9
+    # and it plays: a match encodes the checkpoint's own schema when no schemas/obs/v9.toml exists
+    match = invoke("evaluate", "match", f"{out}@latest", "bot:easy", "--games", "2", "--set", "game.time_limit_s=10")
+    assert match.exit_code == 0, match.output
 
 
 def test_widen_then_verify_then_train_on(parent_run, tmp_path):
