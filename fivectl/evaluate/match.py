@@ -251,7 +251,7 @@ def play_matches(
     if batch < 1:
         raise BadInput(f"batch must be >= 1, got {batch}")
     roles = _assign_roles(list(pairings), pool or AgentPool())
-    schema = schema or load_schema(_schema_version(roles.agents))
+    schema = schema or _match_schema(roles.agents)
     sizes = np.array([p.games for p in pairings], dtype=np.int64)
     slots = int(min(batch, sizes.sum()))
     env = (make_env or _moba_env)(game_cfg, slots, seed, schema)
@@ -467,6 +467,19 @@ def _schema_version(agents: list[Agent]) -> int:
         )
         raise BadInput(f"the agents read different observation schemas: {reads}")
     return wanted.pop() if wanted else 1
+
+
+def _match_schema(agents: list[Agent]) -> ObsSchema:
+    """``schemas/obs/vN.toml`` of the agents' version; a checkpoint's own schema when there is no such file (a
+    run that `fivectl surgery add-obs` carried to a schema file)."""
+    version = _schema_version(agents)
+    try:
+        return load_schema(version)
+    except BadInput:
+        own = [a.net.schema for a in agents if a.schema_version == version and hasattr(a, "net")]
+        if not own:
+            raise
+        return own[0]
 
 
 def _step_limit(game_cfg: GameConfig, games: int, slots: int) -> int:

@@ -39,7 +39,6 @@ from fivectl.errors import BadInput, RunFailed
 from fivectl.rl.data_parallel import DataParallel
 from fivectl.rl.learner import FragmentBatch, select_batch_columns
 from fivectl.rl.schedules import Hyperparameters
-from fivectl.schema import load_schema
 from fivectl.store.checkpoint import CheckpointStore
 from fivectl.store.rundir import RunDir
 
@@ -248,13 +247,14 @@ def learner_main(
     data_group = dist.new_group(backend="gloo") if backend != "gloo" else None
     try:
         recipe = recipe_from_dict(recipe_dict, source=f"{run_path} (learner {rank})")
-        schema = load_schema(recipe.model.schema_version)
+        run = RunDir.open(Path(run_path))
+        schema = run.obs_schema(recipe.model.schema_version)  # a surgery may have recorded its own schema
         device = torch.device("cuda", rank) if backend == "nccl" else torch.device("cpu")
         if device.type == "cuda":
             torch.cuda.set_device(device)
         data_parallel = DataParallel()
         state = build_learner_state(recipe, schema, device, 1, data_parallel)
-        apply_checkpoint(state, CheckpointStore(RunDir.open(Path(run_path)).checkpoints_path).load(version))
+        apply_checkpoint(state, CheckpointStore(run.checkpoints_path).load(version))
         command = torch.empty(1, dtype=torch.int64)
         hp_values = torch.empty(len(fields(Hyperparameters)), dtype=torch.float64)
         while True:

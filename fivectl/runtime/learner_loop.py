@@ -46,7 +46,7 @@ from fivectl.runtime.run_setup import (
 )
 from fivectl.runtime.run_state import Counters, RunCheckpoints, build_learner_state
 from fivectl.runtime.worker import warm_up_game
-from fivectl.schema import ObsSchema, load_schema
+from fivectl.schema import ObsSchema
 from fivectl.store.rollouts import RolloutWriter, remove_partial_rollouts
 from fivectl.store.rundir import RunDir
 
@@ -58,7 +58,7 @@ class Trainer:
         self.recipe = recipe
         self.opts = opts
         self.train_cfg = recipe.train
-        self.schema: ObsSchema = load_schema(recipe.model.schema_version)
+        self.schema: ObsSchema = run.obs_schema(recipe.model.schema_version)
         self.device = resolve_device(self.train_cfg.device)
         self.team_size = recipe.game.team_size
         self.agents_per_worker = self.train_cfg.games_per_worker * 2 * self.team_size

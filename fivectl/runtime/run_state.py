@@ -199,6 +199,11 @@ class RunCheckpoints:
             self.note(f"warning: {w.message}")
         self.check_compatible(ckpt.attrs, ckpt.version)
         apply_checkpoint(state, ckpt)
+        surgery = ckpt.attrs.get("surgery")
+        if surgery is not None and surgery.get("version") == state.counters.version:
+            # The first resume of a run made by `fivectl surgery`: its first train.warmup_versions versions are
+            # trained at learning rate 0 while normalizers and Adam's moments settle (paper B, smooth restart).
+            state.counters.warmup_end_version = state.counters.version + self.train_cfg.warmup_versions
         discarded = self.store.discard_after(ckpt.version)
         if discarded:
             self.note(f"discarded unreadable checkpoints after v{ckpt.version}: {discarded}")
@@ -222,7 +227,7 @@ class RunCheckpoints:
         if have != want:
             raise SchemaMismatch(
                 f"checkpoint v{version} was written with observation schema v{have}, the recipe asks for v{want}; "
-                f"bridge them with `fivectl surgery add-obs --from v{have} --to v{want}`"
+                f"bridge them with `fivectl surgery add-obs RUN --schema {want} --out NEW_RUN`"
             )
         if attrs.get("model_config") != to_dict(self.recipe.model):
             diffs = [
