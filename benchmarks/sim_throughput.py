@@ -87,7 +87,10 @@ def measure(game: str, processes: int, seconds: float, num_games: int, schema: i
     else:
         ctx = mp.get_context("spawn")
         q = ctx.Queue()
-        procs = [ctx.Process(target=run_one, args=(game, seconds, num_games, i, schema, q)) for i in range(processes)]
+        procs = [
+            ctx.Process(target=run_one, args=(game, seconds, num_games, i, schema, q))
+            for i in range(processes)
+        ]
         for p in procs:
             p.start()
         parts = [q.get() for _ in procs]
