@@ -11,6 +11,7 @@ from rich.table import Table
 from fivectl.cli.common import handle_errors, out_console, print_json
 from fivectl.store.rundir import RunDir, find_runs
 from fivectl.store.summary import plot_learning_curves, run_summary
+from fivectl.surgery.lineage import describe, surgeries
 
 app = typer.Typer(help="List and inspect run directories.", no_args_is_help=True)
 
@@ -77,6 +78,11 @@ def show(
         print_json(summary)
         return
     out_console.print(_overview_table(summary))
+    chain = surgeries(summary["lineage"])
+    if chain:  # oldest first: how this run came to be from its ancestors
+        out_console.print("lineage:", style="bold")
+        for entry in chain:
+            out_console.print(f"  {describe(entry)}", highlight=False, soft_wrap=True)
     if summary["latest_metrics"]:
         out_console.print(_metrics_table(summary["latest_metrics"]))
     else:

@@ -15,7 +15,8 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +24,9 @@ from fivectl.config import GameConfig
 from fivectl.errors import BadInput, FivectlError
 from fivectl.evaluate.agents import Agent, act_in, parse_agent, team_agent_index
 from fivectl.schema import ObsSchema, load_schema
+
+if TYPE_CHECKING:
+    from fivectl.evaluate.recording import MatchRecording
 
 Z95 = 1.959963984540054
 TEAM_STATS = ("kills", "towers_destroyed", "last_hits", "denies", "building_hp_taken")
@@ -208,15 +212,18 @@ def play_match(
     progress: Callable[[int, int], None] | None = None,
     make_env: EnvFactory | None = None,
     pool: AgentPool | None = None,
+    record: str | Path | None = None,
 ) -> MatchResult:
     """Play ``games`` games of A against B with sides alternated; deterministic for (seed, batch).
 
     ``schema`` is the observation schema the game encodes (default: the one the agents read, else v1).
     ``progress(done, games)`` is called whenever games end. ``make_env(game_cfg, num_games, seed, schema)``
     builds the batched game (default: the embedded MOBA, ``fivectl.sim.MobaEnv``). ``pool`` keeps the agents
-    that spec strings name across calls (default: built for this match).
+    that spec strings name across calls (default: built for this match). ``record``: a directory that gets one
+    replay file per game (``fivectl replay``), with what the policies predicted.
     """
-    return play_matches([Pairing(a, b, games)], game_cfg, seed, batch, schema, progress, make_env, pool)[0]
+    pairings = [Pairing(a, b, games)]
+    return play_matches(pairings, game_cfg, seed, batch, schema, progress, make_env, pool, record)[0]
 
 
 def play_matches(
@@ -228,6 +235,7 @@ def play_matches(
     progress: Callable[[int, int], None] | None = None,
     make_env: EnvFactory | None = None,
     pool: AgentPool | None = None,
+    record: str | Path | None = None,
 ) -> list[MatchResult]:
     """Play several matches in one batch of ``batch`` game slots; one :class:`MatchResult` per pairing, in order.
 
@@ -243,7 +251,7 @@ def play_matches(
     if batch < 1:
         raise BadInput(f"batch must be >= 1, got {batch}")
     roles = _assign_roles(list(pairings), pool or AgentPool())
-    schema = schema or load_schema(_schema_version(roles.agents))
+    schema = schema or _match_schema(roles.agents)
     sizes = np.array([p.games for p in pairings], dtype=np.int64)
     slots = int(min(batch, sizes.sum()))
     env = (make_env or _moba_env)(game_cfg, slots, seed, schema)
@@ -252,9 +260,14 @@ def play_matches(
 
     started = time.perf_counter()
     queue = _GameQueue(sizes)
-    tally, invalid, hero_steps = _run_games(
-        env, roles, queue, _step_limit(game_cfg, int(sizes.sum()), slots), progress
-    )
+    recording = _recording(env, record, roles, queue, seed)
+    try:
+        tally, invalid, hero_steps = _run_games(
+            env, roles, queue, _step_limit(game_cfg, int(sizes.sum()), slots), progress, recording
+        )
+    finally:
+        if recording is not None:
+            recording.close()  # games cut short leave no partial file
     wall = time.perf_counter() - started
     results = []
     for m, p in enumerate(pairings):
@@ -280,6 +293,7 @@ def _run_games(
     queue: _GameQueue,
     step_limit: int,
     progress: Callable[[int, int], None] | None,
+    recording: MatchRecording | None = None,
 ) -> tuple[_Tally, np.ndarray, np.ndarray]:
     slots, k = env.num_games, env.team_size
     matches = len(roles.a_role)
@@ -290,6 +304,8 @@ def _run_games(
     next_game, finished = slots, 0
     first = np.ones(slots, dtype=bool)
     obs = env.reset()
+    if recording is not None:
+        recording.start(np.arange(slots), slot_game)
     rows_of_slots = np.arange(slots)
     missed_first = np.zeros((len(roles.agents), slots), dtype=bool)
 
@@ -297,8 +313,12 @@ def _run_games(
         active = slot_game >= 0
         match = np.where(active, queue.match_of[slot_game], -1)
         team_a = np.where(active, queue.index_in_match[slot_game] % 2, 0).astype(np.int64)
-        actions = _actions(env, obs, roles, match, team_a, first, missed_first)
+        if recording is not None:
+            recording.begin_step()
+        actions = _actions(env, obs, roles, match, team_a, first, missed_first, recording)
         obs, _, done, info = env.step(actions)
+        if recording is not None:
+            recording.step(actions, done, info)
 
         on = rows_of_slots[active]
         bad = np.asarray(info["invalid_actions"]).reshape(slots, 2, k).sum(axis=2)  # [slots, team]
@@ -314,6 +334,8 @@ def _run_games(
             slot_game[ended] = -1
             slot_game[taken] = np.arange(next_game, next_game + len(taken))
             next_game += len(taken)
+            if recording is not None and len(taken):
+                recording.start(taken, slot_game[taken])
             if progress is not None:
                 progress(finished, queue.total)
             if finished == queue.total:
@@ -332,6 +354,7 @@ def _actions(
     team_a: np.ndarray,
     first: np.ndarray,
     missed_first: np.ndarray,
+    recording: MatchRecording | None = None,
 ) -> np.ndarray:
     """Every slot's actions [slots, 2k, 4]: each agent is called once, for all the slots where it plays a side.
 
@@ -353,7 +376,10 @@ def _actions(
         team = np.where(as_b, 1 - team_a, team_a)  # 0 where it does not play
         told = first | missed_first[r]
         missed_first[r] = False
-        actions[rows[:, None], team_agent_index(team[rows], k)] = act_in(agent, env, obs, team, told, rows)
+        heroes = team_agent_index(team[rows], k)
+        actions[rows[:, None], heroes] = act_in(agent, env, obs, team, told, rows)
+        if recording is not None:
+            recording.add_predictions(agent, heroes)
     return actions
 
 
@@ -417,6 +443,16 @@ def _summarize(
     )
 
 
+def _recording(env, record: str | Path | None, roles: _Roles, queue: _GameQueue, seed: int):
+    if record is None:
+        return None
+    if not hasattr(env, "final"):
+        raise BadInput("--record: only games of the embedded MOBA can be recorded")
+    from fivectl.evaluate.recording import MatchRecording
+
+    return MatchRecording(env, Path(record), roles, queue, seed)
+
+
 def _moba_env(game_cfg: GameConfig, num_games: int, seed: int, schema: ObsSchema):
     from fivectl.sim import MobaEnv  # the compiled game is imported only when a match is played
 
@@ -431,6 +467,19 @@ def _schema_version(agents: list[Agent]) -> int:
         )
         raise BadInput(f"the agents read different observation schemas: {reads}")
     return wanted.pop() if wanted else 1
+
+
+def _match_schema(agents: list[Agent]) -> ObsSchema:
+    """``schemas/obs/vN.toml`` of the agents' version; a checkpoint's own schema when there is no such file (a
+    run that `fivectl surgery add-obs` carried to a schema file)."""
+    version = _schema_version(agents)
+    try:
+        return load_schema(version)
+    except BadInput:
+        own = [a.net.schema for a in agents if a.schema_version == version and hasattr(a, "net")]
+        if not own:
+            raise
+        return own[0]
 
 
 def _step_limit(game_cfg: GameConfig, games: int, slots: int) -> int:

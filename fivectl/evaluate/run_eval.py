@@ -182,7 +182,7 @@ def check_checkpoint_schemas(store: CheckpointStore, versions: list[int], recipe
         if have != want:
             raise SchemaMismatch(
                 f"checkpoint v{v} reads observation schema v{have}, the run's game encodes v{want}; "
-                f"bridge them with `fivectl surgery add-obs --from v{have} --to v{want}`"
+                f"bridge them with `fivectl surgery add-obs RUN --schema {want} --out NEW_RUN`"
             )
 
 

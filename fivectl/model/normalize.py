@@ -37,7 +37,10 @@ class RunningMeanStd(nn.Module):
 
     Paper C: observations are normalized by a running mean and standard deviation and clipped to +-5. ``mask``
     selects the columns to normalize (float features); the others (categorical ids, flags) pass through.
-    Buffers ``mean``, ``var``, ``count`` (float64) travel with the model's ``state_dict``.
+    Buffers ``mean``, ``var``, ``count`` (float64) travel with the model's ``state_dict``. The count is kept per
+    column: every update adds the same number to each, but a column added by ``fivectl surgery add-obs`` starts
+    with its own (small) count, so training data is not diluted by the samples its group saw before it existed.
+    A checkpoint with one count for all columns (written before) loads as that count for each.
     """
 
     def __init__(self, size: int, mask: torch.Tensor | None = None, clip: float = 5.0, eps: float = 1e-8):
@@ -56,8 +59,14 @@ class RunningMeanStd(nn.Module):
         self.register_buffer("mean", torch.zeros(size, dtype=torch.float64))
         self.register_buffer("var", torch.ones(size, dtype=torch.float64))
         # count starts at 0: the first update replaces the prior (mean 0, var 1) entirely.
-        self.register_buffer("count", torch.zeros((), dtype=torch.float64))
+        self.register_buffer("count", torch.zeros(size, dtype=torch.float64))
         self._standardizer_cache: tuple[tuple, torch.Tensor, torch.Tensor] | None = None
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        count = state_dict.get(prefix + "count")
+        if count is not None and count.dim() == 0:  # one count per group (older checkpoints): one per column
+            state_dict[prefix + "count"] = count.expand(self.size).clone()
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def _apply(self, fn, recurse=True):
         # model.float() / .half() would truncate the float64 statistics; only device moves apply to them.

@@ -27,6 +27,7 @@ import tomli_w
 from fivectl import __version__
 from fivectl.config import Recipe, recipe_from_dict
 from fivectl.errors import BadInput
+from fivectl.schema.spec import ObsSchema, load_schema
 from fivectl.store.atomic import write_json_atomic, write_text_atomic
 
 RUN_FILE = "run.json"
@@ -134,6 +135,14 @@ class RunDir:
     def update_meta(self, **changes: Any) -> None:
         self.meta.update(changes)
         write_json_atomic(self.path / RUN_FILE, self.meta)
+
+    def obs_schema(self, version: int) -> ObsSchema:
+        """The observation schema the run reads: the one a surgery recorded in ``run.json`` (it may retire a field
+        or come from a file) when it has this version, else ``schemas/obs/v{version}.toml``."""
+        recorded = self.meta.get("schema")
+        if isinstance(recorded, dict) and recorded.get("version") == version:
+            return ObsSchema.from_json(json.dumps(recorded))
+        return load_schema(version)
 
     def add_lineage(self, event: dict[str, Any]) -> None:
         """Record how a version came to be (surgery, anneal, ...): appended, never rewritten."""

@@ -18,7 +18,7 @@ def test_statistics_match_numpy_on_a_stream_of_batches():
     everything = np.concatenate(seen)
     np.testing.assert_allclose(rms.mean.numpy(), everything.mean(axis=0), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(rms.var.numpy(), everything.var(axis=0), rtol=1e-10)
-    assert rms.count.item() == len(everything)
+    assert rms.count.tolist() == [len(everything)] * 5  # one count per column
 
 
 def test_forward_standardizes_masked_columns_clips_and_keeps_dtype():
@@ -45,7 +45,19 @@ def test_statistics_stay_float64_and_round_trip_through_state_dict():
     assert net[1].mean.dtype == torch.float64
     copy = RunningMeanStd(2)
     copy.load_state_dict(rms.state_dict())
-    assert torch.equal(copy.mean, rms.mean) and torch.equal(copy.var, rms.var) and copy.count == rms.count
+    assert torch.equal(copy.mean, rms.mean) and torch.equal(copy.var, rms.var) and torch.equal(copy.count, rms.count)
+    # a checkpoint written with one count per normalizer loads as that count for every column
+    old = {**rms.state_dict(), "count": torch.tensor(10.0, dtype=torch.float64)}
+    copy.load_state_dict(old)
+    assert copy.count.tolist() == [10.0, 10.0]
+
+
+def test_a_column_with_its_own_count_is_not_diluted_by_the_others():
+    rms = RunningMeanStd(2)
+    rms.update(torch.zeros(1000, 2))
+    rms.count[1] = 0  # column 1 is new (surgery add-obs): its statistics start from its own data
+    rms.update(torch.full((10, 2), 4.0))
+    assert rms.mean[1] == 4.0 and 0 < rms.mean[0] < 0.05
 
 
 def _reference(norm: RunningMeanStd, x: torch.Tensor) -> torch.Tensor:

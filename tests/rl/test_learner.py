@@ -135,7 +135,7 @@ def test_tiny_model_overfits_a_fixed_batch_of_fragments():
     assert last["policy_loss"] < first["policy_loss"] - 0.1
     assert last["clip_fraction"] > 0.5
     assert learner.gradient_steps == 31 * 4 * 2
-    assert model.norm.count.item() == 31 * STEPS * 8  # normalizers updated once per iteration
+    assert set(model.norm.count.tolist()) == {31 * STEPS * 8}  # normalizers updated once per iteration
 
 
 def test_bfloat16_precision_runs_the_model_in_bfloat16_and_still_overfits():
