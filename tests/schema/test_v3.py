@@ -6,13 +6,19 @@ import json
 
 import numpy as np
 import pytest
+import torch
 from typer.testing import CliRunner
 
 from fivectl.cli.main import app
+from fivectl.config.model import ModelConfig
+from fivectl.model import PolicyNet
 from fivectl.schema import load_schema
 from fivectl.sim import data as D
 from fivectl.store.checkpoint import CheckpointStore
 from fivectl.store.rollouts import read_rollouts
+from fivectl.surgery.add_obs import plan_add_obs
+from fivectl.surgery.plan import apply_model
+from fivectl.surgery.schemas import added_fields, superset_errors
 from tests.sim.conftest import make_env, noop, place, slot_of
 
 
@@ -58,18 +64,25 @@ def test_v3_appends_to_v2_without_changing_it(v2, v3):
         assert new.fields[: len(old.fields)] == old.fields, old.name
         added += [f"{new.name}.{f.name}" for f in new.fields[len(old.fields) :]]
     assert {"global.enemy_lineup", "global.enemy_respawn", "heroes.stun_s", "self.stun_s"} <= set(added)
+    assert superset_errors(v2, v3) == [] and added_fields(v2, v3) == added  # what surgery add-obs checks
+
+
+def same_game(v2, v3, steps=40, **game):
+    """One game played with the same actions, encoded for v2 and for v3."""
+    game = dict(team_size=2, lanes=3, randomize_lineup=True, randomize_initial_state=True, **game)
+    e2, e3 = make_env(v2, 2, seed=5, **game), make_env(v3, 2, seed=5, **game)
+    rng = np.random.default_rng(0)
+    for _ in range(steps):
+        actions = e2.sample_random_actions(rng)
+        o2, *_ = e2.step(actions)
+        o3, *_ = e3.step(actions)
+    return o2, o3
 
 
 def test_v3_encodes_v2_columns_as_v2_does(v2, v3):
     """The same game encoded for v2 and v3: v3's leading columns of every array are v2's (so a v2 model given v3
     observations with zero weights on the new columns sees exactly what it saw); the new columns are extra."""
-    game = dict(team_size=2, lanes=3, randomize_lineup=True, randomize_initial_state=True)
-    e2, e3 = make_env(v2, 2, seed=5, **game), make_env(v3, 2, seed=5, **game)
-    rng = np.random.default_rng(0)
-    for _ in range(40):
-        actions = e2.sample_random_actions(rng)
-        o2, *_ = e2.step(actions)
-        o3, *_ = e3.step(actions)
+    o2, o3 = same_game(v2, v3)
     for key, a in o2.items():
         b = o3[key]
         assert b.shape[:-1] == a.shape[:-1], key
@@ -77,6 +90,40 @@ def test_v3_encodes_v2_columns_as_v2_does(v2, v3):
     assert set(o3) - set(o2) == {"global.cat"}  # v2's global group has no categorical field
     for key in ("global.float", "self.float", "heroes.float"):
         assert o3[key].shape[-1] > o2[key].shape[-1], key
+
+
+def test_add_obs_from_v2_to_v3_keeps_a_models_outputs_on_real_games(v2, v3):
+    """``surgery add-obs`` of a v2 model to v3: fed v3's encoding of a game, the child gives the parent's outputs
+    on v2's encoding of the same game, whatever the new fields hold (lineups, timers, effects)."""
+    o2, o3 = same_game(v2, v3, steps=60)
+    cfg = ModelConfig(unit_embed=8, unit_hidden=16, cat_embed=4, grid_channels=4, fc_size=32, lstm_size=16)
+    torch.manual_seed(0)
+    parent = PolicyNet(v2, cfg, 2).eval()
+    for name, b in parent.named_buffers():  # a normalizer that has seen data, so every column matters
+        if name.endswith(".mean"):
+            b.normal_()
+        elif name.endswith(".var"):
+            b.uniform_(0.1, 3.0)
+    plan = plan_add_obs(v2, v3, cfg, 2, new_label="v3")
+    child = PolicyNet(v3, cfg, 2)
+    child.load_state_dict(apply_model(plan, dict(parent.state_dict())))
+    child.eval()
+
+    def outputs(net, obs):
+        window = {k: torch.from_numpy(v.reshape(1, -1, *v.shape[2:])) for k, v in obs.items()}
+        b = window["action_mask"].shape[1]
+        actions = torch.zeros(1, b, 4, dtype=torch.long)
+        with torch.no_grad():
+            out = net.evaluate(window, actions, net.initial_state(b), torch.ones(1, b, dtype=torch.bool))
+        return out.logprob, out.value, out.win_logit
+
+    assert (o3["global.cat"][..., [0, 1, 5, 6]] > 0).all()  # the lineups of two 2-hero teams are there
+    rng = np.random.default_rng(1)
+    for name in ("global", "self", "heroes"):  # timers and effects: any value (few are nonzero in 60 steps)
+        x = o3[f"{name}.float"]
+        x[..., v2.group(name).n_float :] = rng.uniform(0, 30, x[..., v2.group(name).n_float :].shape)
+    for want, got in zip(outputs(parent, o2), outputs(child, o3), strict=True):
+        assert torch.allclose(want, got, atol=1e-5)
 
 
 @pytest.mark.parametrize("team_size,lanes", [(1, 1), (5, 3)])
