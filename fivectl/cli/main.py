@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from fivectl import __version__
-from fivectl.cli import evaluate, model, recipe, runs
+from fivectl.cli import draft, evaluate, model, recipe, runs
 from fivectl.cli.train import train
 
 app = typer.Typer(
@@ -22,6 +22,7 @@ app.add_typer(recipe.app, name="recipe")
 app.add_typer(runs.app, name="runs")
 app.add_typer(model.app, name="model")
 app.add_typer(evaluate.app, name="evaluate")
+app.add_typer(draft.app, name="draft")
 app.command("train")(train)
 
 
