@@ -1,11 +1,14 @@
-"""Throughput of the embedded MOBA: random valid actions, schema-v1 observations encoded every step.
+"""Throughput of the embedded MOBA: random valid actions, observations encoded every step (schema v1 unless
+``--schema N``).
 
     python benchmarks/sim_throughput.py --seconds 10 --json
+    python benchmarks/sim_throughput.py --seconds 10 --game 5v5 --processes 1 --schema 3
 
 Prints one record per (game, processes): ``game`` ("1v1" / "5v5"), ``processes``, ``env_steps_per_s``
 (decisions of one game per second, each = frameskip ticks), ``agent_steps_per_s`` (env steps x agents),
 ``game_seconds_per_s`` (simulated game time per wall second), plus the per-step split between the core step,
-the encoder and the action sampling (single-process runs, shares of CPU time).
+the encoder and the action sampling (single-process runs, shares of CPU time) and ``encode_us_per_agent_step``
+(CPU microseconds the encoder spends per agent and step, the figure to compare between schema versions).
 
 The wall-clock rates drop when other jobs share the cores. ``agent_steps_per_cpu_s`` divides by the CPU time the
 stepping processes got instead (per process, i.e. per core), which is what "agent-steps/s per core" means on a
@@ -22,7 +25,7 @@ import time
 import numpy as np
 
 
-def run_one(game: str, seconds: float, num_games: int, seed: int, queue=None) -> dict:
+def run_one(game: str, seconds: float, num_games: int, seed: int, schema: int = 1, queue=None) -> dict:
     import torch
 
     torch.set_num_threads(1)
@@ -32,7 +35,7 @@ def run_one(game: str, seconds: float, num_games: int, seed: int, queue=None) ->
 
     team_size, lanes = (1, 1) if game == "1v1" else (5, 3)
     cfg = GameConfig(team_size=team_size, lanes=lanes, time_limit_s=600.0)
-    env = MobaEnv(cfg, num_games, seed, load_schema(1))
+    env = MobaEnv(cfg, num_games, seed, load_schema(schema))
     rng = np.random.default_rng(seed)
     env.reset()
     for _ in range(20):  # compile / warm up
@@ -70,6 +73,7 @@ def run_one(game: str, seconds: float, num_games: int, seed: int, queue=None) ->
         "step_seconds": env.cfg.frameskip / env.cfg.fps,
         "sample_frac": t_sample / cpu,
         "encode_frac": encode_s[0] / cpu,
+        "encode_us_per_agent_step": 1e6 * encode_s[0] / (steps * num_games * env.agents_per_game),
         "core_frac": (t_step - encode_s[0]) / cpu,
     }
     if queue is not None:
@@ -77,13 +81,13 @@ def run_one(game: str, seconds: float, num_games: int, seed: int, queue=None) ->
     return out
 
 
-def measure(game: str, processes: int, seconds: float, num_games: int) -> dict:
+def measure(game: str, processes: int, seconds: float, num_games: int, schema: int = 1) -> dict:
     if processes == 1:
-        parts = [run_one(game, seconds, num_games, 0)]
+        parts = [run_one(game, seconds, num_games, 0, schema)]
     else:
         ctx = mp.get_context("spawn")
         q = ctx.Queue()
-        procs = [ctx.Process(target=run_one, args=(game, seconds, num_games, i, q)) for i in range(processes)]
+        procs = [ctx.Process(target=run_one, args=(game, seconds, num_games, i, schema, q)) for i in range(processes)]
         for p in procs:
             p.start()
         parts = [q.get() for _ in procs]
@@ -93,6 +97,7 @@ def measure(game: str, processes: int, seconds: float, num_games: int) -> dict:
     env_steps_per_cpu_s = sum(p["env_steps"] / p["cpu_s"] for p in parts) / len(parts)
     rec = {
         "game": game,
+        "schema": schema,
         "processes": processes,
         "num_games_per_process": num_games,
         "env_steps_per_s": round(env_steps_per_s, 1),
@@ -103,6 +108,7 @@ def measure(game: str, processes: int, seconds: float, num_games: int) -> dict:
     }
     if processes == 1:
         rec.update({k: round(parts[0][k], 3) for k in ("core_frac", "encode_frac", "sample_frac")})
+        rec["encode_us_per_agent_step"] = round(parts[0]["encode_us_per_agent_step"], 2)
     return rec
 
 
@@ -113,11 +119,12 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print the records as one JSON list")
     ap.add_argument("--game", choices=("1v1", "5v5"), action="append", help="only this game (repeatable)")
     ap.add_argument("--processes", type=int, choices=(1, 2), action="append", help="only this many processes")
+    ap.add_argument("--schema", type=int, default=1, help="observation schema version to encode (default 1)")
     args = ap.parse_args()
     records = []
     for game in args.game or ("1v1", "5v5"):
         for processes in args.processes or (1, 2):
-            rec = measure(game, processes, args.seconds, args.games)
+            rec = measure(game, processes, args.seconds, args.games, args.schema)
             records.append(rec)
             if not args.json:
                 print(rec, flush=True)

@@ -100,6 +100,10 @@ UNIT_FEATURES = {
     "extra_life": (30, 1, "float"),
     "deniable": (31, 1, "float"),
     "attack_ready": (32, 1, "float"),
+    # v3: seconds left of an effect (v2 has the booleans stunned/slowed/buffed); 0 for a hero in fog
+    "stun_s": (33, 1, "float"),
+    "slow_s": (34, 1, "float"),
+    "buff_s": (35, 1, "float"),
 }
 # Unit features that depend on the observing hero, not only on its team (computed per agent by
 # ``unit_observer_feature``; every other unit feature is computed once per team by ``unit_team_feature``).
@@ -133,6 +137,12 @@ GLOBAL_FEATURES = {
     "boss_respawn": (205, 1, "float"),
     "time_left": (206, 1, "float"),
     "barracks_destroyed": (207, 2, "float"),
+    # v3: the lineups (hero id + 1 per team slot in agent order, 0 = no hero: teams smaller than 5) and every
+    # hero's respawn timer in the same order; both public in a real game (draft screen, top bar), so no fog.
+    "ally_lineup": (208, D.MAX_TEAM_SIZE, "categorical"),
+    "enemy_lineup": (209, D.MAX_TEAM_SIZE, "categorical"),
+    "ally_respawn": (210, D.MAX_TEAM_SIZE, "float"),
+    "enemy_respawn": (211, D.MAX_TEAM_SIZE, "float"),
 }
 PREV_FEATURES = {
     "primary": (300, 1, "categorical"),
@@ -434,6 +444,12 @@ def unit_team_feature(code, S, L, P, X, g, team, u, fogged):
         )
     if code == 32:
         return 1.0 if uf[g, ST.UF_ATK_CD, u] <= 0.0 else 0.0
+    if code == 33:
+        return 0.0 if fogged else uf[g, ST.UF_STUN_T, u] / P.fps
+    if code == 34:
+        return 0.0 if fogged else uf[g, ST.UF_SLOW_T, u] / P.fps
+    if code == 35:
+        return 0.0 if fogged else uf[g, ST.UF_BUFF_T, u] / P.fps
     return 0.0
 
 
@@ -530,7 +546,25 @@ def global_feature(code, sub, S, L, P, g, h):
         return (P.time_limit_ticks - S.gi[g, ST.GI_TICK]) / P.fps
     if code == 207:
         return S.gi[g, ST.GI_BARRACKS_DESTROYED + team if sub == 0 else 1 - team]
+    if code >= 208 and code <= 211:
+        return lineup_feature(code, sub, S, L, P, g, team)
     return 0.0
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def lineup_feature(code, sub, S, L, P, g, team):
+    """Team slot ``sub`` of the own (ally_*) or the enemy (enemy_*) team, heroes in agent order: its hero id + 1,
+    or its seconds until respawn (0 while alive); 0 for a slot beyond the team size."""
+    k = L.team_size
+    if sub >= k:
+        return 0.0
+    side = team if code == 208 or code == 210 else 1 - team
+    h = side * k + sub  # agents are ordered team 0 then team 1 (``sim/state.py``)
+    if code == 208 or code == 209:
+        return S.hi[g, ST.HI_HERO_ID, h] + 1
+    if S.ui[g, ST.UI_ALIVE, h]:
+        return 0.0
+    return S.hf[g, ST.HF_RESPAWN_T, h] / P.fps
 
 
 @njit(cache=True, _nrt=False)
