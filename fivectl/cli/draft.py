@@ -38,13 +38,17 @@ def _progress(description: str):
 
 
 def _model(spec: str):
+    """The checkpoint, which must observe the enemy lineup in its first frame (schema v3's global.enemy_lineup):
+    without it the win head cannot tell matchups apart."""
     from fivectl.cli.evaluate import fallback_warnings_on_stderr
-    from fivectl.draft.model import load_draft_model
+    from fivectl.draft.model import load_draft_model, require_enemy_lineup
     from fivectl.evaluate.run_eval import use_one_torch_thread
 
     use_one_torch_thread()
     with fallback_warnings_on_stderr():
-        return load_draft_model(spec)
+        model = load_draft_model(spec)
+    require_enemy_lineup(model)
+    return model
 
 
 def default_order(team_size: int) -> str:

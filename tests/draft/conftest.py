@@ -21,7 +21,7 @@ team_size = {team_size}
 lanes = 1
 time_limit_s = 4.0
 [model]
-schema_version = 2
+schema_version = {schema}
 unit_embed = 8
 unit_hidden = 8
 cat_embed = 4
@@ -33,9 +33,9 @@ aux_hidden = 8
 """
 
 
-def make_policy_run(path: Path, team_size: int = 1, version: int = 3, seed: int = 0) -> RunDir:
+def make_policy_run(path: Path, team_size: int = 1, version: int = 3, seed: int = 0, schema: int = 3) -> RunDir:
     recipe_path = path.parent / f"{path.name}.toml"
-    recipe_path.write_text(RECIPE.format(team_size=team_size))
+    recipe_path.write_text(RECIPE.format(team_size=team_size, schema=schema))
     recipe = load_recipe(recipe_path)
     run = RunDir.create(path, recipe)
     schema = load_schema(recipe.model.schema_version)
@@ -62,6 +62,12 @@ def make_policy_run(path: Path, team_size: int = 1, version: int = 3, seed: int 
 @pytest.fixture
 def run1v1(tmp_path: Path) -> RunDir:
     return make_policy_run(tmp_path / "run1v1", team_size=1)
+
+
+@pytest.fixture
+def run_v2(tmp_path: Path) -> RunDir:
+    """A model of schema v2: no enemy lineup in its first frame."""
+    return make_policy_run(tmp_path / "run_v2", team_size=1, schema=2)
 
 
 @pytest.fixture

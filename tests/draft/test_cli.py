@@ -31,7 +31,7 @@ def test_precompute_writes_a_complete_table_and_a_rerun_skips_it(tmp_path, run1v
     assert again.exit_code == 0, again.output
     report = json.loads(again.stdout)
     assert (report["lineups"], report["chunks_skipped"], report["chunks_computed"]) == (272, 3, 0)
-    assert (report["game"], report["model_version"], report["schema_version"]) == ("1v1", 3, 2)
+    assert (report["game"], report["model_version"], report["schema_version"]) == ("1v1", 3, 3)
     wrong = runner.invoke(app, ["draft", "precompute", f"{run1v1.path}@3", "--out", str(tmp_path / "x.zarr"),
                                 "--game", "5v5"])  # fmt: skip
     assert wrong.exit_code == 2 and "the model plays 1v1" in wrong.stderr
@@ -98,3 +98,13 @@ def test_calibrate_writes_brier_scores_and_a_reliability_png(tmp_path, run1v1):
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     bad = runner.invoke(app, ["draft", "calibrate", f"{run1v1.path}@3", "--plot", str(tmp_path / "rel.jpg")])
     assert bad.exit_code == 2 and not (tmp_path / "rel.jpg").exists()
+
+
+@pytest.mark.parametrize("command", ["precompute", "simulate", "calibrate"])
+def test_a_model_without_the_enemy_lineup_is_refused(tmp_path, run_v2, table, command):
+    extra = {"precompute": ["--out", str(tmp_path / "v2.zarr")], "simulate": ["--table", str(table)], "calibrate": []}
+    result = runner.invoke(app, ["draft", command, f"{run_v2.path}@3", *extra[command]])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()]
+    assert "model without the enemy lineup in its schema" in result.stderr and "surgery add-obs" in result.stderr
+    assert not (tmp_path / "v2.zarr").exists()

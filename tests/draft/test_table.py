@@ -62,7 +62,7 @@ def test_table_values_equal_direct_model_calls_on_a_sample(tmp_path, run2v2):
     report = precompute(model, tmp_path / "t.zarr", chunk=4096, batch=1000)
     assert report.complete and report.lineups == math.comb(17, 2) * math.comb(15, 2)
     table = open_table(tmp_path / "t.zarr")
-    assert (table.attrs["game"], table.attrs["model_version"], table.attrs["schema_version"]) == ("2v2", 3, 2)
+    assert (table.attrs["game"], table.attrs["model_version"], table.attrs["schema_version"]) == ("2v2", 3, 3)
     rng = np.random.default_rng(0)
     for i in rng.choice(report.lineups, 6, replace=False):
         lineup = table.space.lineups(int(i), int(i) + 1)
@@ -133,8 +133,9 @@ def test_a_table_of_another_model_or_game_is_refused_and_left_alone(tmp_path, ru
         open_table(tmp_path / "missing.zarr")
 
 
-def test_enemy_lineup_requirement_names_the_surgery(run1v1):
-    model = load_draft_model(f"{run1v1.path}@3")
-    assert not has_enemy_lineup(load_schema(2))
+def test_enemy_lineup_requirement_names_the_surgery(run1v1, run_v2):
+    require_enemy_lineup(load_draft_model(f"{run1v1.path}@3"))  # v3: fine
+    model = load_draft_model(f"{run_v2.path}@3")
+    assert not has_enemy_lineup(load_schema(2)) and has_enemy_lineup(load_schema(3))
     with pytest.raises(BadInput, match="model without the enemy lineup in its schema.*surgery add-obs"):
         require_enemy_lineup(model)
