@@ -86,12 +86,17 @@ def time_advise() -> dict:
     table = DraftTable(Path("random"), {"pool": list(range(17)), "team_size": 5}, values, np.ones(1, dtype=bool))
     warm = Drafter(table, parse_order("1-2-2-2-2-1", 5))
     warm.advise(DraftState(([0, 1, 2], [3, 4]), []))  # compile the search
-    out = {}
-    for name, teams in (("after_3_picks", ([0], [5, 9])), ("after_1_pick", ([0], [])), ("empty_draft", ([], []))):
-        drafter = Drafter(table, parse_order("1-2-2-2-2-1", 5))
-        t0 = time.perf_counter()
-        drafter.advise(DraftState(teams, []))
-        out[f"advise_s_{name}"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    solved = warm.solve_all()  # what precompute stores with a finished table
+    out = {"solve_whole_draft_s (once, stored by precompute)": time.perf_counter() - t0}
+    cases = (("empty_draft", ([], [])), ("after_1_pick", ([0], [])), ("after_3_picks", ([0], [5, 9])))
+    for stored in (True, False):
+        for name, teams in cases:
+            drafter = Drafter(table, parse_order("1-2-2-2-2-1", 5))
+            drafter.cache = solved if stored else None
+            t0 = time.perf_counter()
+            drafter.advise(DraftState(teams, []))
+            out[f"advise_s_{name}_{'stored' if stored else 'searched'}"] = time.perf_counter() - t0
     out["goal_s"] = 1.0
     return out
 

@@ -51,10 +51,6 @@ def _model(spec: str):
     return model
 
 
-def default_order(team_size: int) -> str:
-    return {1: "1-1", 2: "1-2-1", 3: "1-2-2-1", 4: "1-2-2-2-1", 5: "1-2-2-2-2-1"}[team_size]
-
-
 @app.command("precompute")
 @handle_errors
 def precompute(
@@ -100,13 +96,13 @@ def precompute(
 
 
 def _drafter(table_path: Path, order: str | None, first: int, mode: str):
-    from fivectl.draft.search import Drafter, parse_order
+    from fivectl.draft.search import Drafter, parse_order, standard_order
     from fivectl.draft.table import open_table
 
     if first not in (0, 1):
         raise BadInput(f"--first: 0 or 1, got {first}")
     table = open_table(table_path)
-    groups = parse_order(order or default_order(table.team_size), table.team_size)
+    groups = parse_order(order or standard_order(table.team_size), table.team_size)
     return table, Drafter(table, groups, first, mode)
 
 

@@ -158,6 +158,10 @@ def precompute(
         finished += hi - lo
         computed += 1
     complete = bool(done[:].all())
+    if complete and computed:
+        from fivectl.draft.search import store_search_caches  # the search reads tables: import it late
+
+        store_search_caches(open_table(out))
     return PrecomputeReport(
         str(out), space.size, n_chunks, skipped, computed, complete, time.perf_counter() - started
     )

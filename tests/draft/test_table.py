@@ -18,6 +18,7 @@ import zarr
 
 from fivectl.draft.lineups import LineupSpace
 from fivectl.draft.model import first_frame_game, has_enemy_lineup, load_draft_model, require_enemy_lineup
+from fivectl.draft.search import Drafter, DraftState, parse_order
 from fivectl.draft.table import check_table_matches, lineup_values, open_table, precompute
 from fivectl.errors import BadInput
 from fivectl.schema import load_schema
@@ -69,6 +70,24 @@ def test_table_values_equal_direct_model_calls_on_a_sample(tmp_path, run2v2):
         assert table.values[i] == pytest.approx(direct_p_team0(model, lineup[0]), abs=2e-6)
         assert lineup_values(table, lineup)[0] == table.values[i]
     assert table.values.std() > 1e-4  # lineups are told apart
+
+
+def test_a_finished_table_stores_the_solved_draft_and_advice_from_it_equals_a_fresh_search(tmp_path, run2v2):
+    model = load_draft_model(f"{run2v2.path}@latest")
+    precompute(model, tmp_path / "t.zarr", chunk=4096, batch=1000)
+    table = open_table(tmp_path / "t.zarr")
+    for first in (0, 1):
+        cached = Drafter(table, parse_order("1-2-1", 2), first)
+        assert cached.cache is not None and not np.isnan(cached.cache).any()
+        fresh = Drafter(table, parse_order("1-2-1", 2), first)
+        fresh.cache = None
+        for picks in ([], [4], [4, 9], [4, 9, 12]):
+            teams = ([], [])
+            for hero, team in zip(picks, cached.turns, strict=False):
+                teams[team].append(hero)
+            a, b = cached.advise(DraftState(teams, [])), fresh.advise(DraftState(teams, []))
+            assert (a.pick, a.value, a.alternatives) == (b.pick, b.value, b.alternatives)
+    assert Drafter(table, parse_order("2-2", 2)).cache is None  # another order: searched afresh
 
 
 class Interrupt(Exception):
