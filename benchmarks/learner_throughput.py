@@ -4,9 +4,12 @@ For each model (quickstart recipe; a mid-size 5v5 model with a 1024-unit LSTM) i
 PPO-like loss + ``backward``, in float32 and under bfloat16 autocast (``train.precision``). In the same run over
 the same batch shape it times a bare ``torch.nn.LSTM`` of the same input and hidden size (forward + backward of
 ``out.sum()``): the ratio is the cost of everything around the LSTM (encoder, heads, masks). It also times the ways of resetting the LSTM state at game starts inside a window, and
-one forward/backward of the paper-scale network (4096-unit LSTM).
+one forward/backward of the paper-scale network (4096-unit LSTM). ``ppo_iteration_samples_per_s`` is a whole
+``PPOLearner.train_iteration`` (GAE, windows, loss, backward, ClippedAdam, metrics) on one learner batch of
+synthetic fragments.
 
     .venv/bin/python benchmarks/learner_throughput.py --json
+    .venv/bin/python benchmarks/learner_throughput.py --device cuda --no-paper   # on a machine with a GPU
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import json
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -23,6 +27,10 @@ import torch
 from fivectl.config import load_recipe
 from fivectl.model import PolicyNet, run_lstm
 from fivectl.model.synthetic import random_obs
+from fivectl.rl.aux import aux_losses
+from fivectl.rl.bptt import map_tensors
+from fivectl.rl.learner import PPOLearner
+from fivectl.rl.schedules import Hyperparameters
 from fivectl.schema import load_schema
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,12 +38,14 @@ WINDOW = 16
 
 
 def timed(fn, repeats: int) -> float:
-    """Median seconds of ``fn()`` after one warm-up call."""
+    """Median seconds of ``fn()`` after one warm-up call (CUDA work included: the device is synchronised)."""
     fn()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         fn()
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -78,7 +88,9 @@ def bare_lstm_step(lstm: torch.nn.LSTM, x: torch.Tensor, state) -> None:
     out.sum().backward()
 
 
-def measure_model(name: str, recipe: str, overrides: list[str], windows: int, repeats: int) -> dict:
+def measure_model(
+    name: str, recipe: str, overrides: list[str], windows: int, repeats: int, device: torch.device
+) -> dict:
     cfg = load_recipe(REPO / "recipes" / recipe, overrides)
     schema = load_schema(cfg.model.schema_version)
     torch.manual_seed(0)
@@ -87,16 +99,21 @@ def measure_model(name: str, recipe: str, overrides: list[str], windows: int, re
     obs, actions, first = window_batch(net, windows)
     state0 = tuple(s.normal_() * 0.1 for s in net.initial_state(windows))
     adv, ret = torch.randn(WINDOW, windows), torch.randn(WINDOW, windows)
+    net.to(device)
+    obs, actions, first, state0, adv, ret = map_tensors(
+        lambda x: x.to(device), (obs, actions, first, state0, adv, ret)
+    )
     ours = timed(lambda: learner_step(net, obs, actions, first, state0, adv, ret), repeats)
 
     def bfloat16_step() -> None:  # train.precision = "bfloat16"
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast(device.type, dtype=torch.bfloat16):
             learner_step(net, obs, actions, first, state0, adv, ret)
 
     ours_bf16 = timed(bfloat16_step, repeats)
-    lstm = torch.nn.LSTM(cfg.model.fc_size, cfg.model.lstm_size)
-    x = torch.randn(WINDOW, windows, cfg.model.fc_size)
+    lstm = torch.nn.LSTM(cfg.model.fc_size, cfg.model.lstm_size).to(device)
+    x = torch.randn(WINDOW, windows, cfg.model.fc_size, device=device)
     bare = timed(lambda: bare_lstm_step(lstm, x, state0), repeats)
+    iteration_samples, iteration_s = measure_ppo_iteration(cfg, schema, windows, repeats, device)
     samples = WINDOW * windows
     return {
         "model": name,
@@ -112,7 +129,26 @@ def measure_model(name: str, recipe: str, overrides: list[str], windows: int, re
         "bfloat16_speedup": ours / ours_bf16,
         "bare_lstm_samples_per_s": samples / bare,
         "overhead_ratio": ours / bare,
+        "ppo_iteration_samples_per_s": iteration_samples / iteration_s,
     }
+
+
+def measure_ppo_iteration(cfg, schema, windows: int, repeats: int, device: torch.device) -> tuple[int, float]:
+    """(samples, median seconds) of one ``PPOLearner.train_iteration`` on ``windows`` 16-step windows of
+    synthetic fragments (batch moved to the device inside, as in training)."""
+    from aux_overhead import fragment_batch  # the benchmarks' synthetic learner batch
+
+    torch.manual_seed(0)
+    net = PolicyNet(schema, cfg.model, cfg.game.team_size).to(device)
+    team = cfg.game.team_size
+    steps = cfg.train.fragment_length
+    columns = max(2 * team, windows * WINDOW // steps // (2 * team) * (2 * team))
+    batch = fragment_batch(net.cpu(), steps, columns, len(cfg.model.aux_objectives))
+    net.to(device)
+    train = replace(cfg.train, bptt=WINDOW, epochs=1, minibatches=1)
+    learner = PPOLearner(net, train, team_size=team, aux_loss_fn=aux_losses, objective_gamma=0.999)
+    hp = Hyperparameters(learning_rate=1e-4, entropy_coef=0.01, team_spirit=0.0, horizon_s=10.0, gamma=0.99)
+    return steps * columns, timed(lambda: learner.train_iteration(batch, hp), repeats)
 
 
 def stepwise_lstm(lstm: torch.nn.LSTM, x: torch.Tensor, state, first: torch.Tensor):
@@ -180,20 +216,27 @@ def main() -> None:
     )
     parser.add_argument("--repeats", type=int, default=5, help="timed repetitions per measurement (median)")
     parser.add_argument("--no-paper", action="store_true", help="skip the paper-scale forward/backward")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="where the learner runs")
     args = parser.parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("--device cuda: no CUDA device on this machine", file=sys.stderr)
+        raise SystemExit(2)
+    device = torch.device(args.device)
     torch.set_num_threads(1)
     models = [
-        measure_model("quickstart", "quickstart.toml", [], args.windows, args.repeats),
-        measure_model("mid", "five-v-five.toml", ["model.lstm_size=1024"], args.windows, args.repeats),
+        measure_model("quickstart", "quickstart.toml", [], args.windows, args.repeats, device),
+        measure_model("mid", "five-v-five.toml", ["model.lstm_size=1024"], args.windows, args.repeats, device),
     ]
     result = {
         "torch": torch.__version__,
+        "device": str(device),
         "threads": torch.get_num_threads(),
         "window": WINDOW,
         "models": models,
-        "lstm_resets": measure_resets(1024, 512, args.windows, args.repeats),
     }
-    if not args.no_paper:
+    if device.type == "cpu":  # the reset strategies and the paper-scale pass are CPU measurements
+        result["lstm_resets"] = measure_resets(1024, 512, args.windows, args.repeats)
+    if not args.no_paper and device.type == "cpu":
         result["paper_scale"] = measure_paper_scale()
     if args.json:
         json.dump(result, sys.stdout, indent=2)
@@ -203,9 +246,10 @@ def main() -> None:
         print(
             f"{m['model']:>10}: {m['parameters']:>11,} params, {m['samples_per_s']:>9.0f} samples/s "
             f"(bare LSTM {m['bare_lstm_samples_per_s']:.0f}/s, ratio {m['overhead_ratio']:.2f}x); "
-            f"bfloat16 {m['bfloat16_samples_per_s']:.0f}/s ({m['bfloat16_speedup']:.2f}x)"
+            f"bfloat16 {m['bfloat16_samples_per_s']:.0f}/s ({m['bfloat16_speedup']:.2f}x); "
+            f"whole PPO iteration {m['ppo_iteration_samples_per_s']:.0f}/s"
         )
-    for k, v in result["lstm_resets"].items():
+    for k, v in result.get("lstm_resets", {}).items():
         if k.endswith("samples_per_s"):
             print(f"  lstm 1024 {k}: {v:.0f}")
     if "paper_scale" in result:

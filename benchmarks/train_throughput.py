@@ -5,6 +5,9 @@
 Both runs train the same recipe (default: the quickstart) on the same game and model for the same wall time.
 The baseline is ``--workers 0``: one process that alternates rollout and learning, like CleanRL's ppo.py.
 Reports samples/s (agent-steps trained on per second, after start-up) and where the time goes.
+``--learners N`` (N > 1) adds a third run in the same invocation: the actor-learner with N data-parallel
+learners (``fivectl train --learners N``; each learner takes batch_windows windows, so its batch is N times
+larger).
 """
 
 from __future__ import annotations
@@ -26,9 +29,13 @@ from _train import train_for  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run_training(recipe: Path, workers: int, minutes: float, run_dir: Path, extra: list[str]) -> dict:
+def run_training(
+    recipe: Path, workers: int, minutes: float, run_dir: Path, extra: list[str], learners: int = 1
+) -> dict:
     started = time.perf_counter()
-    summary = train_for(recipe, run_dir, minutes, "--workers", str(workers), *extra)
+    summary = train_for(
+        recipe, run_dir, minutes, "--workers", str(workers), "--learners", str(learners), *extra
+    )
     table = MetricsLog(run_dir / "metrics").read()
     # Steady state: skip the first 20% of iterations (start-up, compile, first fragments).
     n = table.num_rows
@@ -43,6 +50,7 @@ def run_training(recipe: Path, workers: int, minutes: float, run_dir: Path, extr
     infer = steady.column("seconds_infer_total")
     return {
         "workers": workers,
+        "learners": learners,
         "minutes": minutes,
         "samples": summary["samples"],
         "iterations": summary["iterations"],
@@ -67,6 +75,7 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=3.0, help="wall-clock minutes per configuration")
     parser.add_argument("--recipe", type=Path, default=REPO / "recipes" / "quickstart.toml")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--learners", type=int, default=1, help="also run with this many learners (> 1)")
     parser.add_argument("--set", action="append", default=[], dest="overrides")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -74,18 +83,31 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         actor_learner = run_training(args.recipe, args.workers, args.minutes, Path(tmp) / "async", extra)
         baseline = run_training(args.recipe, 0, args.minutes, Path(tmp) / "sync", extra)
+        several = (
+            run_training(args.recipe, args.workers, args.minutes, Path(tmp) / "dp", extra, args.learners)
+            if args.learners > 1
+            else None
+        )
     result = {
         "recipe": str(args.recipe),
         "actor_learner": actor_learner,
         "synchronous_baseline": baseline,
         "speedup": actor_learner["samples_per_s"] / max(baseline["samples_per_s"], 1e-9),
     }
+    if several is not None:
+        result["several_learners"] = several
+        result["several_learners_vs_one"] = several["samples_per_s"] / max(actor_learner["samples_per_s"], 1e-9)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         print(f"actor-learner ({args.workers} workers): {actor_learner['samples_per_s']:,.0f} samples/s")
         print(f"synchronous baseline:       {baseline['samples_per_s']:,.0f} samples/s")
         print(f"speedup: {result['speedup']:.2f}x")
+        if several is not None:
+            print(
+                f"actor-learner, {args.learners} learners: {several['samples_per_s']:,.0f} samples/s "
+                f"({result['several_learners_vs_one']:.2f}x one learner)"
+            )
 
 
 if __name__ == "__main__":

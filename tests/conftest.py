@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 # One torch thread per process: with 2 cores, more threads only fight each other.
 torch.set_num_threads(1)
+# `--device auto` means cpu in every test (and the trainers they start): a machine with a GPU runs the same
+# tests; the CUDA tests ask for cuda by name.
+os.environ["FIVECTL_AUTO_DEVICE"] = "cpu"
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from fivectl.errors import EXIT_BAD_INPUT, EXIT_FAILED, ConfigError, FivectlError
 
@@ -23,7 +24,8 @@ def debug_enabled() -> bool:
 
 
 def fail(message: str, code: int) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    # escaped: messages quote paths and library errors that may contain [brackets]
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 

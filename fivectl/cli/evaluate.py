@@ -51,6 +51,12 @@ def match(
         list[str] | None, typer.Option("--set", help="Override a recipe key: --set game.lanes=3.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            "--record", help="Write one replay per game into this directory (fivectl replay list DIR)."
+        ),
+    ] = None,
     lineup: Annotated[
         str | None,
         typer.Option(
@@ -61,7 +67,8 @@ def match(
     ] = None,
 ) -> None:
     """Play GAMES games of A against B (A on team 0 in even games, team 1 in odd ones) and report wins, draws,
-    A's win rate with a 95% Wilson interval (a draw counts half), game length, kills and towers per side."""
+    A's win rate with a 95% Wilson interval (a draw counts half), game length, kills and towers per side.
+    With --record DIR, every game is also saved as a replay, with what the policies predicted."""
     from fivectl.evaluate import parse_agent, play_match
     from fivectl.evaluate.run_eval import use_one_torch_thread
     from fivectl.schema import load_schema
@@ -73,6 +80,8 @@ def match(
         raise BadInput(f"--games: must be >= 1, got {games}")
     if batch < 1:
         raise BadInput(f"--batch: must be >= 1, got {batch}")
+    if record is not None and record.exists() and not record.is_dir():
+        raise BadInput(f"--record: {record} is a file, not a directory")
     with fallback_warnings_on_stderr():
         agent_a, agent_b = parse_agent(a), parse_agent(b)
     game_cfg, schema_version = _game_section(recipe, set_ or [])
@@ -81,7 +90,8 @@ def match(
     reads_own_schema = agent_a.schema_version is not None or agent_b.schema_version is not None
     schema = None if reads_own_schema else load_schema(schema_version)
     result = play_match(
-        agent_a, agent_b, game_cfg, games=games, seed=seed, batch=batch, schema=schema, lineups=heroes
+        agent_a, agent_b, game_cfg, games=games, seed=seed, batch=batch, schema=schema, record=record,
+        lineups=heroes,
     )
     if as_json:
         shown = {"lineup": format_lineup(heroes)} if heroes is not None else {}

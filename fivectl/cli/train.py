@@ -27,6 +27,10 @@ def train(
         int | None, typer.Option("--workers", help="Rollout worker processes; 0 = serial mode.")
     ] = None,
     device: Annotated[str | None, typer.Option("--device", help="auto, cpu or cuda (learner).")] = None,
+    learners: Annotated[
+        int | None,
+        typer.Option("--learners", help="Data-parallel learners (torch.distributed): one per GPU or core."),
+    ] = None,
     max_minutes: Annotated[
         float | None, typer.Option("--max-minutes", help="Stop after M wall-clock minutes.")
     ] = None,
@@ -47,6 +51,7 @@ def train(
     for key, value in (
         ("workers", workers),
         ("device", device),
+        ("learners", learners),
         ("max_minutes", max_minutes),
         ("max_samples", max_samples),
     ):

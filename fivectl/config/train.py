@@ -22,6 +22,13 @@ class TrainConfig:
         "not for the quickstart's small network (a whole learner iteration 0.82x; benchmarks/RESULTS.md).",
         choices=("float32", "bfloat16"),
     )
+    learners: int = param(
+        1,
+        "Data-parallel learner processes on this machine (torch.distributed: NCCL, one per GPU, with device "
+        "cuda; gloo, one per core, on CPU). Each takes its share of every learner batch, whose size grows with "
+        "them (batch_windows is per learner); gradients are summed over them before each step.",
+        ge=1,
+    )
     workers: int = param(
         2, "Rollout worker processes; 0 runs everything in one process (serial debug mode).", ge=0
     )
@@ -108,4 +115,13 @@ class TrainConfig:
     rollout_save_every: int = param(50, "Keep one in this many fragments as Arrow rollouts; 0 = none.", ge=0)
     rollout_keep_gb: float = param(
         4.0, "Saved rollouts kept, in GB: the oldest files go first; 0 = keep every file.", ge=0
+    )
+    replay_every: int = param(
+        0,
+        "Keep one in this many training games (per rollout worker) as a replay in the run's replays/, with the "
+        "learner's predictions (fivectl replay list RUN/replays); 0 = none.",
+        ge=0,
+    )
+    replay_keep_gb: float = param(
+        1.0, "Replays kept, in GB: the oldest files go first; 0 = keep every file.", ge=0
     )

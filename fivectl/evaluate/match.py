@@ -15,7 +15,8 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +24,9 @@ from fivectl.config import GameConfig
 from fivectl.errors import BadInput, FivectlError
 from fivectl.evaluate.agents import Agent, act_in, parse_agent, team_agent_index
 from fivectl.schema import ObsSchema, load_schema
+
+if TYPE_CHECKING:
+    from fivectl.evaluate.recording import MatchRecording
 
 Z95 = 1.959963984540054
 TEAM_STATS = ("kills", "towers_destroyed", "last_hits", "denies", "building_hp_taken")
@@ -212,6 +216,7 @@ def play_match(
     progress: Callable[[int, int], None] | None = None,
     make_env: EnvFactory | None = None,
     pool: AgentPool | None = None,
+    record: str | Path | None = None,
     lineups: np.ndarray | None = None,
 ) -> MatchResult:
     """Play ``games`` games of A against B with sides alternated; deterministic for (seed, batch).
@@ -219,13 +224,14 @@ def play_match(
     ``schema`` is the observation schema the game encodes (default: the one the agents read, else v1).
     ``progress(done, games)`` is called whenever games end. ``make_env(game_cfg, num_games, seed, schema)``
     builds the batched game (default: the embedded MOBA, ``fivectl.sim.MobaEnv``). ``pool`` keeps the agents
-    that spec strings name across calls (default: built for this match). ``lineups``: the heroes of each game
-    (see :class:`Pairing`; [2, k] plays every game with the same heroes per side).
+    that spec strings name across calls (default: built for this match). ``record``: a directory that gets one
+    replay file per game (``fivectl replay``), with what the policies predicted. ``lineups``: the heroes of each
+    game (see :class:`Pairing`; [2, k] plays every game with the same heroes per side).
     """
     if lineups is not None and np.ndim(lineups) == 2:
         lineups = np.broadcast_to(np.asarray(lineups), (games, *np.shape(lineups)))
-    pairing = Pairing(a, b, games, lineups)
-    return play_matches([pairing], game_cfg, seed, batch, schema, progress, make_env, pool)[0]
+    pairings = [Pairing(a, b, games, lineups)]
+    return play_matches(pairings, game_cfg, seed, batch, schema, progress, make_env, pool, record)[0]
 
 
 def play_matches(
@@ -237,6 +243,7 @@ def play_matches(
     progress: Callable[[int, int], None] | None = None,
     make_env: EnvFactory | None = None,
     pool: AgentPool | None = None,
+    record: str | Path | None = None,
 ) -> list[MatchResult]:
     """Play several matches in one batch of ``batch`` game slots; one :class:`MatchResult` per pairing, in order.
 
@@ -261,9 +268,15 @@ def play_matches(
 
     started = time.perf_counter()
     queue = _GameQueue(sizes)
-    tally, invalid, hero_steps = _run_games(
-        env, roles, queue, _step_limit(game_cfg, int(sizes.sum()), slots), progress, _game_lineups(pairings, env)
-    )
+    lineups = _game_lineups(pairings, env)
+    recording = _recording(env, record, roles, queue, seed)
+    try:
+        tally, invalid, hero_steps = _run_games(
+            env, roles, queue, _step_limit(game_cfg, int(sizes.sum()), slots), progress, recording, lineups
+        )
+    finally:
+        if recording is not None:
+            recording.close()  # games cut short leave no partial file
     wall = time.perf_counter() - started
     results = []
     for m, p in enumerate(pairings):
@@ -289,6 +302,7 @@ def _run_games(
     queue: _GameQueue,
     step_limit: int,
     progress: Callable[[int, int], None] | None,
+    recording: MatchRecording | None = None,
     lineups: np.ndarray | None = None,
 ) -> tuple[_Tally, np.ndarray, np.ndarray]:
     slots, k = env.num_games, env.team_size
@@ -302,6 +316,8 @@ def _run_games(
     if lineups is not None:
         _choose_lineups(env, lineups, queue, slot_game, np.arange(slots))
     obs = env.reset()
+    if recording is not None:
+        recording.start(np.arange(slots), slot_game)
     rows_of_slots = np.arange(slots)
     missed_first = np.zeros((len(roles.agents), slots), dtype=bool)
 
@@ -309,8 +325,12 @@ def _run_games(
         active = slot_game >= 0
         match = np.where(active, queue.match_of[slot_game], -1)
         team_a = np.where(active, queue.index_in_match[slot_game] % 2, 0).astype(np.int64)
-        actions = _actions(env, obs, roles, match, team_a, first, missed_first)
+        if recording is not None:
+            recording.begin_step()
+        actions = _actions(env, obs, roles, match, team_a, first, missed_first, recording)
         obs, _, done, info = env.step(actions)
+        if recording is not None:
+            recording.step(actions, done, info)
 
         on = rows_of_slots[active]
         bad = np.asarray(info["invalid_actions"]).reshape(slots, 2, k).sum(axis=2)  # [slots, team]
@@ -328,6 +348,8 @@ def _run_games(
             next_game += len(taken)
             if lineups is not None and len(taken):  # the automatic reset drew the slot's old lineup: redo it
                 obs = _choose_lineups(env, lineups, queue, slot_game, taken, restart=True)
+            if recording is not None and len(taken):
+                recording.start(taken, slot_game[taken])
             if progress is not None:
                 progress(finished, queue.total)
             if finished == queue.total:
@@ -346,6 +368,7 @@ def _actions(
     team_a: np.ndarray,
     first: np.ndarray,
     missed_first: np.ndarray,
+    recording: MatchRecording | None = None,
 ) -> np.ndarray:
     """Every slot's actions [slots, 2k, 4]: each agent is called once, for all the slots where it plays a side.
 
@@ -367,7 +390,10 @@ def _actions(
         team = np.where(as_b, 1 - team_a, team_a)  # 0 where it does not play
         told = first | missed_first[r]
         missed_first[r] = False
-        actions[rows[:, None], team_agent_index(team[rows], k)] = act_in(agent, env, obs, team, told, rows)
+        heroes = team_agent_index(team[rows], k)
+        actions[rows[:, None], heroes] = act_in(agent, env, obs, team, told, rows)
+        if recording is not None:
+            recording.add_predictions(agent, heroes)
     return actions
 
 
@@ -463,6 +489,16 @@ def _summarize(
         a_building_hp_mean=building_hp[0],
         b_building_hp_mean=building_hp[1],
     )
+
+
+def _recording(env, record: str | Path | None, roles: _Roles, queue: _GameQueue, seed: int):
+    if record is None:
+        return None
+    if not hasattr(env, "final"):
+        raise BadInput("--record: only games of the embedded MOBA can be recorded")
+    from fivectl.evaluate.recording import MatchRecording
+
+    return MatchRecording(env, Path(record), roles, queue, seed)
 
 
 def _moba_env(game_cfg: GameConfig, num_games: int, seed: int, schema: ObsSchema):

@@ -12,8 +12,10 @@ from fivectl.config import ModelConfig, recipe_from_dict
 from fivectl.errors import BadInput
 from fivectl.evaluate.agents import register_agent_kind, select_team
 from fivectl.model import PolicyNet
+from fivectl.runtime.recorder import objective_columns
 from fivectl.schema import ObsSchema
 from fivectl.sim.env import HOLD
+from fivectl.sim.objectives import OBJECTIVES
 from fivectl.store.checkpoint import CheckpointStore
 from fivectl.store.rundir import RunDir
 
@@ -61,6 +63,10 @@ def load_policy(run_dir: Path, version: int | None) -> tuple[PolicyNet, dict[str
 class PolicyAgent:
     """A checkpoint's policy, sampling its actions (as in training); LSTM state per hero, reset at game starts."""
 
+    # evaluate match --record: keep what the forward pass that chose the actions predicted (no extra pass)
+    record_predictions = False
+    predictions: dict[str, np.ndarray] | None = None
+
     def __init__(self, spec: str, deterministic: bool = False):
         run_dir, version = split_spec(spec)
         run = RunDir.open(run_dir)
@@ -95,6 +101,7 @@ class PolicyAgent:
         training, and holds its orders (``HOLD``) in between.
         """
         rows = np.asarray(rows)
+        self.predictions = None
         started = np.asarray(first, dtype=bool)[rows]
         since = np.where(started, 0, self.since_decision[rows])
         self.since_decision[rows] = since + 1
@@ -103,10 +110,14 @@ class PolicyAgent:
         actions[..., 0] = HOLD
         if deciding.any():
             actions[deciding] = self.decide(obs, team, first, rows[deciding])
+            if self.predictions is not None:  # positions among ``rows`` of the games that decided
+                self.predictions["rows"] = np.flatnonzero(deciding)
         return actions
 
     @torch.inference_mode()
-    def decide(self, obs: dict[str, np.ndarray], team: np.ndarray, first: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    def decide(
+        self, obs: dict[str, np.ndarray], team: np.ndarray, first: np.ndarray, rows: np.ndarray
+    ) -> np.ndarray:
         """One forward pass over games ``rows``: their heroes' actions [len(rows), k, 4]."""
         k = self.team_size
         mine = select_team({key: v[rows] for key, v in obs.items()}, team[rows], k)  # [R, k, ...]
@@ -118,9 +129,32 @@ class PolicyAgent:
         first_rows = torch.from_numpy(np.repeat(np.asarray(first, dtype=bool)[rows], k))
         heroes = torch.from_numpy((np.asarray(rows)[:, None] * k + np.arange(k)).ravel())
         h, c = self.state
-        out = self.net.act(flat, (h[:, heroes], c[:, heroes]), first_rows, deterministic=self.deterministic)
+        out = self.net.act(
+            flat,
+            (h[:, heroes], c[:, heroes]),
+            first_rows,
+            deterministic=self.deterministic,
+            with_aux=self.record_predictions,
+        )
         h[:, heroes], c[:, heroes] = out.state
+        if self.record_predictions:
+            self.predictions = self._predictions_of(out, rows)
         return out.actions.numpy().astype(np.int32).reshape(games, k, 4)
+
+    def _predictions_of(self, out, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """Value, win probability and objective predictions [len(rows), k(, objectives)] of one forward pass,
+        objectives in the replay's columns (``sim.objectives.OBJECTIVES``; NaN where the model has none)."""
+        games, k = len(rows), self.team_size
+        objectives = np.full((games, k, len(OBJECTIVES)), np.nan, dtype=np.float32)
+        if out.aux is not None and "objectives" in out.aux:
+            columns = objective_columns(self.net.cfg.aux_objectives)
+            objectives[..., columns] = out.aux["objectives"].numpy().reshape(games, k, -1)
+        return {
+            "slots": np.asarray(rows),
+            "value": out.value.numpy().reshape(games, k),
+            "win_prob": out.win_prob.numpy().reshape(games, k),
+            "objectives": objectives,
+        }
 
 
 def is_checkpoint_spec(spec: str) -> bool:

@@ -30,10 +30,14 @@ from fivectl.rl.bptt import (
     team_minibatches,
     window_states,
 )
+from fivectl.rl.data_parallel import DataParallel
 from fivectl.rl.gae import bootstrapped_labels, compute_gae
 from fivectl.rl.optim import ClippedAdam
-from fivectl.rl.ppo import normalize_advantages, ppo_loss
+from fivectl.rl.ppo import normalize_advantages, ppo_loss_tensors, tensors_to_floats
 from fivectl.rl.schedules import Hyperparameters
+
+# ``train_iteration``'s default: update the observation normalizers with the batch's own observations.
+SAME_BATCH = object()
 
 
 @dataclass
@@ -124,6 +128,11 @@ def keep_trained_teams(batch: FragmentBatch, team_size: int, state_batch_dim: in
     if bool(trained_team.all()):
         return batch
     columns = torch.repeat_interleave(trained_team, team_size).nonzero().squeeze(1)
+    return select_batch_columns(batch, columns, state_batch_dim)
+
+
+def select_batch_columns(batch: FragmentBatch, columns: torch.Tensor, state_batch_dim: int = 1) -> FragmentBatch:
+    """The fragment columns ``columns`` of every field of the batch."""
     kept = {}
     for f in fields(FragmentBatch):
         value = getattr(batch, f.name)
@@ -182,6 +191,8 @@ class PPOLearner:
     objectives: ``fivectl.rl.aux.aux_losses``), weighted by ``train.aux_loss_weight`` like the win-probability
     loss; their labels (``Windows.aux_targets``) come from the batch's aux facts, the objectives' discounted by
     ``objective_gamma`` per step (paper D: a 2-minute horizon).
+    ``data_parallel``: this learner is one rank of several, each with a share of the batch; losses, advantage
+    normalization and gradients are combined over the ranks (``fivectl.rl.data_parallel``).
     """
 
     def __init__(
@@ -194,8 +205,10 @@ class PPOLearner:
         aux_loss_fn: AuxLossFn | None = None,
         objective_gamma: float | None = None,
         generator: torch.Generator | None = None,
+        data_parallel: DataParallel | None = None,
     ):
         self.model = model
+        self.data_parallel = data_parallel
         self.train = train
         self.team_size = team_size
         self.state_batch_dim = state_batch_dim
@@ -217,39 +230,61 @@ class PPOLearner:
 
     # ---- the iteration ------------------------------------------------------------------------------------------
 
-    def train_iteration(self, batch: FragmentBatch, hp: Hyperparameters) -> dict[str, float]:
+    def train_iteration(
+        self, batch: FragmentBatch, hp: Hyperparameters, normalizer_obs: Any = SAME_BATCH
+    ) -> dict[str, float]:
         """Advantages, windows, then ``epochs`` passes of ``minibatches`` gradient steps. Returns metrics:
-        the loss parts averaged over the gradient steps, plus the settings and batch statistics used."""
-        batch = map_tensors(lambda x: x.to(self.device), batch)
+        the loss parts averaged over the gradient steps, plus the settings and batch statistics used.
+        ``normalizer_obs``: what the observation normalizers are updated with afterwards (the batch's own
+        observations by default; the union of the shares with data parallelism; None: no update).
+
+        The parts stay device tensors until the end of the iteration and are read in one transfer: on a GPU,
+        a ``float()`` per part and per step would stall the device every step."""
+        batch = map_tensors(lambda x: to_device(x, self.device), batch)
         windows = self.prepare_windows(batch, hp.gamma)
         for group in self.optimizer.param_groups:
             group["lr"] = hp.learning_rate
 
         self.model.train()
-        sums: dict[str, float] = {}
-        counts: dict[str, int] = {}  # a part can be missing from a step (no win label in that minibatch)
+        sums: dict[str, torch.Tensor] = {}
+        counts: dict[str, torch.Tensor] = {}  # a part can be missing from a step (no win label in that minibatch)
         for _ in range(self.train.epochs):
             for columns in team_minibatches(
                 windows.advantages.shape[1], self.team_size, self.train.minibatches, self.generator
             ):
-                parts = self.gradient_step(windows.select(columns, self.state_batch_dim), hp.entropy_coef)
+                columns = to_device(columns, self.device)
+                mb = windows.select(columns, self.state_batch_dim)
+                parts, present = self.gradient_step_tensors(mb, hp.entropy_coef)
                 for name, value in parts.items():
-                    sums[name] = sums.get(name, 0.0) + value
-                    counts[name] = counts.get(name, 0) + 1
+                    weight = present.get(name)
+                    if weight is None:  # on the value's device: a CPU tensor would not stack with GPU ones
+                        weight = torch.ones((), device=value.device)
+                    sums[name] = sums[name] + value * weight if name in sums else value * weight
+                    counts[name] = counts[name] + weight if name in counts else weight
 
         update_normalizers = getattr(self.model, "update_normalizers", None)
-        if update_normalizers is not None:
-            update_normalizers(batch.obs)
+        if normalizer_obs is SAME_BATCH:
+            normalizer_obs = batch.obs
+        if update_normalizers is not None and normalizer_obs is not None:
+            update_normalizers(map_tensors(lambda x: to_device(x, self.device), normalizer_obs))
 
-        metrics = {name: total / counts[name] for name, total in sums.items()}
+        statistics = {
+            "samples": windows.weights.sum(),
+            "advantage_mean": _weighted_mean(windows.advantages, windows.weights),
+            "return_mean": _weighted_mean(windows.returns, windows.weights),
+        }
+        values = tensors_to_floats(
+            {**{f"sum.{k}": v for k, v in sums.items()}, **{f"count.{k}": v for k, v in counts.items()}, **statistics}
+        )
+        metrics = {
+            name: values[f"sum.{name}"] / values[f"count.{name}"] for name in sums if values[f"count.{name}"] > 0
+        }
         metrics.update(
             learning_rate=hp.learning_rate,
             entropy_coef=hp.entropy_coef,
             gamma=hp.gamma,
             gradient_steps=float(self.gradient_steps),
-            samples=float(windows.weights.sum()),
-            advantage_mean=float(_weighted_mean(windows.advantages, windows.weights)),
-            return_mean=float(_weighted_mean(windows.returns, windows.weights)),
+            **{name: values[name] for name in statistics},
         )
         return metrics
 
@@ -303,7 +338,17 @@ class PPOLearner:
             )
 
     def gradient_step(self, mb: Windows, entropy_coef: float) -> dict[str, float]:
-        """One optimizer step on a minibatch of windows (truncated BPTT from the stored states)."""
+        """One optimizer step on a minibatch of windows (truncated BPTT from the stored states); its parts as
+        floats (the parts a step lacks, e.g. no win label in the minibatch, are left out)."""
+        parts, present = self.gradient_step_tensors(mb, entropy_coef)
+        values = tensors_to_floats({**parts, **{f"present.{k}": v for k, v in present.items()}})
+        return {k: values[k] for k in parts if values.get(f"present.{k}", 1.0) > 0}
+
+    def gradient_step_tensors(
+        self, mb: Windows, entropy_coef: float
+    ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+        """:meth:`gradient_step` without host synchronisation: (parts as 0-d device tensors, {part: 1.0 if
+        the step has it else 0.0} for the parts that may be missing)."""
         # The model returns float32 log-probabilities, values and logits under bfloat16 autocast too (policy.py).
         with torch.autocast(
             self.device.type, dtype=torch.bfloat16, enabled=self.train.precision == "bfloat16"
@@ -311,13 +356,22 @@ class PPOLearner:
             evaluation = self.model.evaluate(mb.obs, mb.actions, mb.states, mb.first)
         logprob, entropy, value, win_logit, _ = _unpack(evaluation)
 
+        dp = self.data_parallel
         advantages = mb.advantages
         if self.train.normalize_advantages:
-            advantages = normalize_advantages(advantages, mb.weights)
+            advantages = (
+                dp.normalize_advantages(advantages, mb.weights)
+                if dp is not None
+                else normalize_advantages(advantages, mb.weights)
+            )
         aux_losses = self.aux_loss_fn(evaluation, mb) if self.aux_loss_fn is not None else None
-        has_win_labels = win_logit is not None and bool(mb.win_weights.sum() > 0)
+        # A minibatch without win labels weighs the win loss 0 (weighted_mean of no samples is 0, and so is its
+        # gradient); ``present`` marks it so the iteration's average leaves that step out.
+        present = {}
+        if win_logit is not None:
+            present["aux_win"] = (mb.win_weights.sum() > 0).to(torch.float32)
 
-        loss, parts = ppo_loss(
+        loss, parts = ppo_loss_tensors(
             logprob=logprob,
             old_logprob=mb.old_logprobs,
             advantages=advantages,
@@ -331,24 +385,30 @@ class PPOLearner:
             value_loss_weight=self.train.value_loss_weight,
             entropy_coef=entropy_coef,
             weights=mb.weights,
-            win_logit=win_logit if has_win_labels else None,
-            win_labels=mb.win_labels if has_win_labels else None,
+            win_logit=win_logit,
+            win_labels=mb.win_labels if win_logit is not None else None,
             win_weights=mb.win_weights,
             aux_losses=aux_losses,
             aux_loss_weight=self.train.aux_loss_weight,
         )
 
+        if dp is not None:
+            loss = loss * dp.sample_share(mb.weights)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if dp is not None:
+            dp.sum_gradients(list(self.model.parameters()))
         grads = [p.grad for p in self.model.parameters() if p.grad is not None]
         parts["grad_norm"] = (
-            float(torch.linalg.vector_norm(torch.stack([g.norm() for g in grads]))) if grads else 0.0
+            torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+            if grads
+            else torch.zeros((), device=loss.device)
         )
         self.optimizer.step()
-        parts["optimizer_clip_fraction"] = self.optimizer.last_clip_fraction
+        parts["optimizer_clip_fraction"] = self.optimizer.last_clip_fraction_tensor
         parts.update(_head_entropies(evaluation, mb.weights))
         self.gradient_steps += 1
-        return parts
+        return parts, present
 
     # ---- checkpoint state (tensors and plain values only) -------------------------------------------------------
 
@@ -360,11 +420,22 @@ class PPOLearner:
         self.gradient_steps = int(state["gradient_steps"])
 
 
-def _head_entropies(evaluation: Any, weights: torch.Tensor) -> dict[str, float]:
+def _head_entropies(evaluation: Any, weights: torch.Tensor) -> dict[str, torch.Tensor]:
     """``entropy_<head>``: each action head's share of the entropy (a head the chosen primary does not use counts
     0), so they add up to ``entropy``. A head stuck near its maximum (log 81 for the offset) learns nothing."""
     head_entropy = getattr(evaluation, "head_entropy", None) or {}
-    return {f"entropy_{name}": float(_weighted_mean(h.detach(), weights)) for name, h in head_entropy.items()}
+    return {f"entropy_{name}": _weighted_mean(h.detach(), weights) for name, h in head_entropy.items()}
+
+
+def to_device(x: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``x`` on ``device``. Host -> GPU copies go through pinned (page-locked) memory with ``non_blocking``, so
+    the copy runs asynchronously on the device's stream instead of a staged, blocking one; on the CPU the
+    tensor is returned as is (no copy)."""
+    if x.device == device:
+        return x
+    if device.type == "cuda" and x.device.type == "cpu":
+        return x.pin_memory().to(device, non_blocking=True)
+    return x.to(device)
 
 
 def _weighted_mean(x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:

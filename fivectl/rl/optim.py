@@ -50,8 +50,14 @@ class ClippedAdam(torch.optim.Optimizer):
             raise BadInput(f"clip_sigmas must be >= 0 (0 disables), got {clip_sigmas}")
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "clip_sigmas": clip_sigmas}
         super().__init__(params, defaults)
-        # Fraction of gradient elements clipped by the last step(), for logging (not part of the state).
-        self.last_clip_fraction = 0.0
+        # Fraction of gradient elements clipped by the last step(), for logging (not part of the state). A 0-d
+        # tensor on the parameters' device: reading it as a float waits for the device, so the learner collects
+        # these and reads them all once per iteration.
+        self.last_clip_fraction_tensor = torch.zeros(())
+
+    @property
+    def last_clip_fraction(self) -> float:
+        return float(self.last_clip_fraction_tensor)
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -59,20 +65,24 @@ class ClippedAdam(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        clipped = 0
+        clipped: list[torch.Tensor] = []
         total = 0
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
             if not params:
                 continue
             n_clipped, n_total = self._step_group(group, params)
-            clipped += n_clipped
+            clipped.extend(n_clipped)
             total += n_total
-        self.last_clip_fraction = clipped / total if total else 0.0
+        device = self.param_groups[0]["params"][0].device if self.param_groups else None
+        self.last_clip_fraction_tensor = (
+            torch.stack(clipped).sum() / total if clipped and total else torch.zeros((), device=device)
+        )
         return loss
 
-    def _step_group(self, group: dict, params: list[torch.Tensor]) -> tuple[int, int]:
-        """One step of every parameter of a group with a gradient; returns (elements clipped, elements).
+    def _step_group(self, group: dict, params: list[torch.Tensor]) -> tuple[list[torch.Tensor], int]:
+        """One step of every parameter of a group with a gradient; returns (per-parameter counts of clipped
+        elements as device tensors, elements): no host synchronisation per parameter.
 
         The per-parameter arithmetic runs as ``torch._foreach_*`` ops over the whole group: the quickstart's
         77 small tensors made a per-parameter loop of about 900 tiny ops per step."""
@@ -97,12 +107,12 @@ class ClippedAdam(torch.optim.Optimizer):
         rms = torch._foreach_sqrt(exp_avg_sqs)
         torch._foreach_div_(rms, sqrt_bias_correction2)  # sqrt(v^_t)
         # 2. per-element clip to +-k sqrt(v^_t)
-        clipped = 0
+        clipped: list[torch.Tensor] = []
         if k > 0:
             bounds = torch._foreach_mul(rms, k)
             excess = torch._foreach_sub(torch._foreach_abs(grads), bounds)  # > 0 exactly where |g| > bound
             torch._foreach_clamp_min_(excess, 0.0)
-            clipped = int(sum(float(n) for n in torch._foreach_norm(excess, 0)))  # ord 0: nonzero count
+            clipped = list(torch._foreach_norm(excess, 0))  # ord 0: nonzero count
             grads = torch._foreach_minimum(grads, bounds)
             torch._foreach_neg_(bounds)
             grads = torch._foreach_maximum(grads, bounds)

@@ -99,13 +99,19 @@ def explained_variance(
     values: torch.Tensor, returns: torch.Tensor, weights: torch.Tensor | None = None
 ) -> float:
     """1 - Var[R - V] / Var[R]: 1 is a perfect value function, 0 no better than a constant (nan if Var[R] = 0)."""
+    return float(explained_variance_tensor(values, returns, weights))
+
+
+def explained_variance_tensor(
+    values: torch.Tensor, returns: torch.Tensor, weights: torch.Tensor | None = None
+) -> torch.Tensor:
+    """:func:`explained_variance` as a 0-d tensor on the device of ``values`` (no host synchronisation)."""
     with torch.no_grad():
         var_returns = weighted_mean((returns - weighted_mean(returns, weights)).square(), weights)
         residual = returns - values
         var_residual = weighted_mean((residual - weighted_mean(residual, weights)).square(), weights)
-        if var_returns.item() == 0:
-            return float("nan")
-        return float(1 - var_residual / var_returns)
+        ratio = 1 - var_residual / var_returns
+        return torch.where(var_returns == 0, torch.full_like(ratio, float("nan")), ratio)
 
 
 # ---- auxiliary: win probability (paper D) ---------------------------------------------------------------------
@@ -122,7 +128,7 @@ def win_probability_loss(
 # ---- total ------------------------------------------------------------------------------------------------------
 
 
-def ppo_loss(
+def ppo_loss_tensors(
     *,
     logprob: torch.Tensor,
     old_logprob: torch.Tensor,
@@ -142,13 +148,14 @@ def ppo_loss(
     win_weights: torch.Tensor | None = None,
     aux_losses: dict[str, torch.Tensor] | None = None,
     aux_loss_weight: float = 1.0,
-) -> tuple[torch.Tensor, dict[str, float]]:
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """loss = policy_loss + value_loss_weight * value_loss - entropy_coef * entropy + aux_loss_weight * aux.
 
     ``advantages`` are used as given (normalize them per minibatch first). ``win_weights`` defaults to
     ``weights``; pass ``weights * valid`` from :func:`fivectl.rl.gae.bootstrapped_labels`. ``aux_losses`` are
     other already-reduced auxiliary losses (e.g. net-worth rank, team objectives), reported as ``aux_<name>``.
-    Returns the loss to minimize and its parts as floats for logging.
+    Returns the loss to minimize and its parts as detached 0-d tensors (on the loss's device: the learner
+    reads them once per iteration, not once per gradient step).
     """
     pg_loss, pg_stats = policy_loss(logprob, old_logprob, advantages, clip, dual_clip, weights)
     v_loss = value_loss(values, old_values, returns, value_clip, weights)
@@ -165,15 +172,30 @@ def ppo_loss(
 
     loss = pg_loss + value_loss_weight * v_loss - entropy_coef * mean_entropy + aux_loss_weight * aux_total
     parts = {
-        "loss": float(loss.detach()),
-        "policy_loss": float(pg_loss.detach()),
-        "value_loss": float(v_loss.detach()),
-        "entropy": float(mean_entropy.detach()),
-        "aux_loss": float(aux_total.detach()),
-        "approx_kl": float(pg_stats["approx_kl"]),
-        "clip_fraction": float(pg_stats["clip_fraction"]),
-        "dual_clip_fraction": float(pg_stats["dual_clip_fraction"]),
-        "explained_variance": explained_variance(values, returns, weights),
+        "loss": loss.detach(),
+        "policy_loss": pg_loss.detach(),
+        "value_loss": v_loss.detach(),
+        "entropy": mean_entropy.detach(),
+        "aux_loss": aux_total.detach(),
+        "approx_kl": pg_stats["approx_kl"],
+        "clip_fraction": pg_stats["clip_fraction"],
+        "dual_clip_fraction": pg_stats["dual_clip_fraction"],
+        "explained_variance": explained_variance_tensor(values, returns, weights),
     }
-    parts.update({f"aux_{name}": float(term.detach()) for name, term in aux_terms.items()})
+    parts.update({f"aux_{name}": term.detach() for name, term in aux_terms.items()})
     return loss, parts
+
+
+def ppo_loss(**kwargs) -> tuple[torch.Tensor, dict[str, float]]:
+    """:func:`ppo_loss_tensors` with the parts as floats, for callers outside the learner's hot path."""
+    loss, parts = ppo_loss_tensors(**kwargs)
+    return loss, tensors_to_floats(parts)
+
+
+def tensors_to_floats(parts: dict[str, torch.Tensor]) -> dict[str, float]:
+    """0-d tensors -> floats with one host synchronisation for all of them."""
+    if not parts:
+        return {}
+    device = next((v.device for v in parts.values() if v.device.type != "cpu"), torch.device("cpu"))
+    values = torch.stack([v.detach().float().reshape(()).to(device) for v in parts.values()]).cpu().tolist()
+    return dict(zip(parts, values, strict=True))

@@ -94,6 +94,7 @@ class SerialSource:
         return None
 
     def close(self) -> None:
+        self.worker.close()
         self.slots.close()
 
 

@@ -27,13 +27,10 @@ import torch
 
 from fivectl.config import Recipe
 from fivectl.errors import RunFailed
-from fivectl.model import PolicyNet
-from fivectl.rl.aux import aux_losses
-from fivectl.rl.gae import gamma_from_horizon
-from fivectl.rl.learner import PPOLearner, keep_trained_teams
-from fivectl.rl.normalize import RewardScaler
-from fivectl.rl.schedules import Progress, hyperparameters_at, step_seconds
+from fivectl.rl.learner import keep_trained_teams
+from fivectl.rl.schedules import Progress, hyperparameters_at
 from fivectl.runtime.buffers import copy_fragment
+from fivectl.runtime.distributed import LearnerGroup, check_learners
 from fivectl.runtime.evaluation_hook import EvaluationHook, NoEvaluation
 from fivectl.runtime.fragment_queue import ProcessSource, SerialSource
 from fivectl.runtime.learner_batch import learner_batch, per_step_arrays
@@ -47,10 +44,9 @@ from fivectl.runtime.run_setup import (
     open_or_create_run,
     resolve_device,
 )
-from fivectl.runtime.run_state import Counters, LearnerState, RunCheckpoints
+from fivectl.runtime.run_state import Counters, RunCheckpoints, build_learner_state
 from fivectl.runtime.worker import warm_up_game
 from fivectl.schema import ObsSchema, load_schema
-from fivectl.selfplay import OpponentPool
 from fivectl.store.rollouts import RolloutWriter, remove_partial_rollouts
 from fivectl.store.rundir import RunDir
 
@@ -72,27 +68,9 @@ class Trainer:
         self.metrics = BufferedMetrics(run.metrics_path, run.logs_path / "tensorboard")
         self.evaluator: EvaluationHook = NoEvaluation()
 
-        torch.manual_seed(self.train_cfg.seed)
-        model = PolicyNet(self.schema, recipe.model, self.team_size, obs_clip=recipe.train.obs_clip).to(
-            self.device
-        )
-        generator = torch.Generator().manual_seed(self.train_cfg.seed)
-        learner = PPOLearner(
-            model,
-            self.train_cfg,
-            team_size=self.team_size,
-            aux_loss_fn=aux_losses,
-            objective_gamma=gamma_from_horizon(self.train_cfg.aux_objective_horizon_s, step_seconds(recipe)),
-            generator=generator,
-        )
-        self.state = LearnerState(
-            model=model,
-            learner=learner,
-            generator=generator,
-            reward_scalers=[RewardScaler(self.agents_per_worker) for _ in range(max(self.n_workers, 1))],
-            pool=OpponentPool(recipe.selfplay),
-            counters=Counters(),
-        )
+        check_learners(self.train_cfg.learners, self.device)
+        self.state = build_learner_state(recipe, self.schema, self.device, self.n_workers)
+        self.learners: LearnerGroup | None = None  # the other data-parallel learners, started by run_loop
         self.bot_results: deque[float] = deque(maxlen=200)  # recent games against scripted bots: 1, 0.5, 0
         self.stop_reason = ""
         self._stop_requested = False
@@ -135,7 +113,8 @@ class Trainer:
         windows_per_fragment = self.agents_per_worker * (
             self.train_cfg.fragment_length // self.train_cfg.bptt
         )
-        wanted = self.train_cfg.batch_windows * self.train_cfg.minibatches
+        # batch_windows is per learner: with several, the iteration's batch grows with them (paper: per GPU)
+        wanted = self.train_cfg.batch_windows * self.train_cfg.minibatches * self.train_cfg.learners
         return max(1, math.ceil(wanted / windows_per_fragment))
 
     def open_fragment_source(self, params: ParameterStore) -> ProcessSource | SerialSource:
@@ -164,6 +143,10 @@ class Trainer:
             self.note("no checkpoint yet: starting from scratch")
         if self.checkpoints.last_version is None:
             self.save_checkpoint()  # version 0: a run always has a checkpoint to resume or evaluate
+        if self.train_cfg.learners > 1:
+            # every rank starts from the checkpoint just restored or written
+            self.learners = LearnerGroup(self.recipe, self.run.path, self.checkpoints.last_version, self.device)
+            self.state.learner.data_parallel = self.learners.data_parallel
         warm_up_game(self.recipe, self.schema)
         model = self.state.model
         params = ParameterStore.for_model(
@@ -207,6 +190,8 @@ class Trainer:
                 self.checkpoint_if_new()
         finally:
             source.close()
+            if self.learners is not None:
+                self.learners.close()
             self.checkpoints.close()
             self.evaluator.close(wait_s=120.0 if self.stop_reason != "interrupted" else 0.0)
             try:
@@ -299,10 +284,10 @@ class Trainer:
         hp = self.hyperparameters()
         batch = learner_batch(fragments, self.state.reward_scalers, hp.gamma, self.train_cfg.scale_rewards)
         trained_only = keep_trained_teams(batch, self.team_size)
-        if trained_only.columns // self.team_size >= self.train_cfg.minibatches:
+        if trained_only.columns // self.team_size >= self.train_cfg.minibatches * self.train_cfg.learners:
             batch = trained_only
         t_learn0 = time.perf_counter()
-        learn = self.state.learner.train_iteration(batch, hp)
+        learn = self.learn(batch, hp)
         t_learn = time.perf_counter() - t_learn0
 
         frs = [f for _, f in fragments]
@@ -334,6 +319,19 @@ class Trainer:
             self.state.pool.metrics(),
             self.recipe.reward,
         )
+
+    def learn(self, batch, hp) -> dict[str, float]:
+        """One PPO iteration on the batch: here, or on this learner's share while the others take theirs."""
+        if self.learners is None:
+            return self.state.learner.train_iteration(batch, hp)
+        try:
+            mine = self.learners.share(batch, hp)
+            # the normalizers learn from the whole batch here, then every rank gets them
+            learn = self.state.learner.train_iteration(mine, hp, normalizer_obs=batch.obs)
+            self.learners.finish(self.state.model)
+        except RuntimeError as e:  # torch.distributed reports a lost rank as a RuntimeError
+            raise self.learners.failed(e) from e
+        return learn
 
     def maybe_evaluate(self) -> None:
         """Periodic evaluation of the new version (recipe ``eval.every_versions``) by the injected hook."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,6 +11,7 @@ import torch
 
 from fivectl.config import Recipe, load_recipe
 from fivectl.errors import BadInput, ConfigError
+from fivectl.runtime.distributed import check_learners
 from fivectl.runtime.evaluation_hook import EvaluationHook
 from fivectl.schema import load_schema
 from fivectl.store.rundir import RunDir
@@ -28,11 +30,18 @@ class TrainOptions:
     evaluation: Callable[[Path, Recipe], EvaluationHook] | None = None
 
 
+# What ``--device auto`` means when set: a test suite pins it to cpu so that a machine with a GPU runs the same
+# tests as one without (a test that wants CUDA asks for it by name).
+AUTO_DEVICE_ENV = "FIVECTL_AUTO_DEVICE"
+
+
 def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        name = os.environ.get(AUTO_DEVICE_ENV) or ("cuda" if torch.cuda.is_available() else "cpu")
+        if name not in ("cpu", "cuda"):
+            raise BadInput(f"{AUTO_DEVICE_ENV}={name!r}: must be cpu or cuda")
     if name == "cuda" and not torch.cuda.is_available():
         raise BadInput("--device cuda: no CUDA device on this machine (use auto or cpu)")
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(name)
 
 
@@ -53,7 +62,7 @@ def open_or_create_run(opts: TrainOptions) -> tuple[RunDir, Recipe]:
         raise BadInput("give a RECIPE to start a run")
     recipe = load_recipe(opts.recipe_path, opts.overrides)
     check_recipe_for_training(recipe)
-    resolve_device(recipe.train.device)
+    check_learners(recipe.train.learners, resolve_device(recipe.train.device))
     load_schema(recipe.model.schema_version)
     return RunDir.create(opts.run_dir, recipe, recipe_source=str(opts.recipe_path)), recipe
 

@@ -20,14 +20,25 @@ from fivectl.config import Recipe
 from fivectl.config.loader import to_dict
 from fivectl.errors import SchemaMismatch
 from fivectl.model import PolicyNet
+from fivectl.rl.aux import aux_losses
+from fivectl.rl.data_parallel import DataParallel
+from fivectl.rl.gae import gamma_from_horizon
 from fivectl.rl.learner import PPOLearner
 from fivectl.rl.normalize import RewardScaler
+from fivectl.rl.schedules import step_seconds
 from fivectl.schema import ObsSchema
 from fivectl.selfplay import OpponentPool
-from fivectl.store.checkpoint import CheckpointFallbackWarning, CheckpointStore
+from fivectl.store.checkpoint import Checkpoint, CheckpointFallbackWarning, CheckpointStore
 from fivectl.store.retention import PoolSlimmer
 from fivectl.store.rundir import RunDir
-from fivectl.store.state_codec import flatten_state, set_torch_rng_state, torch_rng_state, unflatten_state
+from fivectl.store.state_codec import (
+    cuda_rng_states,
+    flatten_state,
+    set_cuda_rng_states,
+    set_torch_rng_state,
+    torch_rng_state,
+    unflatten_state,
+)
 
 
 @dataclass
@@ -58,6 +69,67 @@ class LearnerState:
     reward_scalers: list[RewardScaler]
     pool: OpponentPool
     counters: Counters
+
+
+def build_learner_state(
+    recipe: Recipe,
+    schema: ObsSchema,
+    device: torch.device,
+    reward_scalers: int,
+    data_parallel: DataParallel | None = None,
+) -> LearnerState:
+    """A fresh learner state from the recipe's seed: every learner rank builds the same one."""
+    train = recipe.train
+    team_size = recipe.game.team_size
+    torch.manual_seed(train.seed)
+    model = PolicyNet(schema, recipe.model, team_size, obs_clip=train.obs_clip).to(device)
+    generator = torch.Generator().manual_seed(train.seed)
+    learner = PPOLearner(
+        model,
+        train,
+        team_size=team_size,
+        aux_loss_fn=aux_losses,
+        objective_gamma=gamma_from_horizon(train.aux_objective_horizon_s, step_seconds(recipe)),
+        generator=generator,
+        data_parallel=data_parallel,
+    )
+    agents_per_worker = train.games_per_worker * 2 * team_size
+    return LearnerState(
+        model=model,
+        learner=learner,
+        generator=generator,
+        reward_scalers=[RewardScaler(agents_per_worker) for _ in range(max(reward_scalers, 1))],
+        pool=OpponentPool(recipe.selfplay),
+        counters=Counters(),
+    )
+
+
+def apply_checkpoint(state: LearnerState, ckpt: Checkpoint) -> None:
+    """Load a checkpoint into ``state``: model, optimizer, reward scalers, counters, pool and RNG states."""
+    attrs = ckpt.attrs
+    model = {k: torch.from_numpy(np.array(ckpt.arrays["model"][k])) for k in attrs["model_keys"]}
+    state.model.load_state_dict(model)
+    # a section without arrays (the optimizer before its first step) is not stored
+    state.learner.load_state_dict(unflatten_state(ckpt.arrays.get("optimizer", {}), attrs["optimizer_meta"]))
+    RunCheckpoints.restore_reward_scalers(
+        state.reward_scalers,
+        unflatten_state(ckpt.arrays.get("reward_scaler", {}), attrs["reward_scaler_meta"]),
+    )
+    state.counters = Counters(**attrs["counters"])
+    state.pool.load_state_dict(attrs["opponent_pool"])
+    state.generator.set_state(torch.tensor(attrs["generator_state"], dtype=torch.uint8))
+    set_torch_rng_state(ckpt.arrays["rng"]["torch"])
+    if "cuda" in ckpt.arrays["rng"]:
+        set_cuda_rng_states(np.array(ckpt.arrays["rng"]["cuda"]))
+
+
+def rng_arrays() -> dict[str, np.ndarray]:
+    """The torch RNG states a checkpoint keeps: the CPU generator, and each CUDA device's when CUDA exists."""
+    arrays = {"torch": torch_rng_state()}
+    cuda = cuda_rng_states()
+    if cuda is not None:
+        arrays["cuda"] = cuda
+    return arrays
 
 
 class RunCheckpoints:
@@ -106,7 +178,7 @@ class RunCheckpoints:
                 "model": {k: v.detach().cpu().numpy() for k, v in model_state.items()},
                 "optimizer": opt_arrays,
                 "reward_scaler": scaler_arrays,
-                "rng": {"torch": torch_rng_state()},
+                "rng": rng_arrays(),
             },
             attrs,
         )
@@ -125,18 +197,8 @@ class RunCheckpoints:
             ckpt = self.store.load()
         for w in caught:
             self.note(f"warning: {w.message}")
-        attrs = ckpt.attrs
-        self.check_compatible(attrs, ckpt.version)
-        model = {k: torch.from_numpy(np.array(ckpt.arrays["model"][k])) for k in attrs["model_keys"]}
-        state.model.load_state_dict(model)
-        state.learner.load_state_dict(unflatten_state(ckpt.arrays["optimizer"], attrs["optimizer_meta"]))
-        self.restore_reward_scalers(
-            state.reward_scalers, unflatten_state(ckpt.arrays["reward_scaler"], attrs["reward_scaler_meta"])
-        )
-        state.counters = Counters(**attrs["counters"])
-        state.pool.load_state_dict(attrs["opponent_pool"])
-        state.generator.set_state(torch.tensor(attrs["generator_state"], dtype=torch.uint8))
-        set_torch_rng_state(ckpt.arrays["rng"]["torch"])
+        self.check_compatible(ckpt.attrs, ckpt.version)
+        apply_checkpoint(state, ckpt)
         discarded = self.store.discard_after(ckpt.version)
         if discarded:
             self.note(f"discarded unreadable checkpoints after v{ckpt.version}: {discarded}")

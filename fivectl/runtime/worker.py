@@ -22,8 +22,10 @@ from fivectl.rl.reward import shape_rewards
 from fivectl.runtime.buffers import ArraySpec, FragmentSlots
 from fivectl.runtime.opponents import OpponentSet
 from fivectl.runtime.params import ParameterStore
+from fivectl.runtime.recorder import TrainingReplays
 from fivectl.runtime.stagger import stagger_game_starts
 from fivectl.schema import ObsSchema
+from fivectl.selfplay.pool import LATEST
 from fivectl.sim import MobaEnv
 from fivectl.sim.env import HOLD
 from fivectl.sim.objectives import ObjectiveTracker, hero_networth
@@ -118,10 +120,16 @@ class RolloutWorker:
         self.first = torch.ones(self.agents, dtype=torch.bool)
         self.opponents = OpponentSet(recipe, schema, run_dir, self.games, np.random.default_rng(seed))
         self.needs_opponent = np.ones(self.games, dtype=bool)  # games about to start
+        self.replays = TrainingReplays.for_worker(recipe, self.env, run_dir, seed)  # None: replay_every = 0
 
     def _flat(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """[G, A, ...] -> [G*A, ...]: teammates stay contiguous (agent order is team0 heroes, team1 heroes)."""
         return {k: v.reshape(self.agents, *v.shape[2:]) for k, v in obs.items()}
+
+    def close(self) -> None:
+        """Drop the replays of games still being recorded (their partial files), when the worker stops."""
+        if self.replays is not None:
+            self.replays.close()
 
     def refresh_params(self) -> None:
         if self.params.version != self.version:
@@ -152,13 +160,21 @@ class RolloutWorker:
             views["networth"][t] = hero_networth(self.env.state).reshape(-1)
             # Opponents change only between games (paper N): draw them for the games starting now.
             self.opponents.assign(self.needs_opponent, self.pool)
+            recording = self.replays is not None and self.replays.active
+            if recording:
+                self.replays.label(self.opponents.opponent, self.opponents.learner_side, self.version, LATEST)
             obs_t = {key: torch.from_numpy(value) for key, value in self.obs.items()}
-            out = self.net.act(obs_t, self.state, self.first)
+            # a recorded game takes the objective predictions from the same forward pass (the aux heads only)
+            out = self.net.act(obs_t, self.state, self.first, with_aux=recording)
             self.opponents.act(obs_t, self.first, out.actions)
             self.opponents.act_bots(self.env, self.raw_obs, out.actions)
             actions = out.actions.numpy().astype(np.int32)
             toc = time.perf_counter()
-            step = self.decide(actions.reshape(G, 2 * k, 4))
+            predictions = None
+            if recording:
+                trained = self.opponents.train_mask()
+                predictions = self.replays.predictions(out, trained, self.recipe.model.aux_objectives)
+            step = self.decide(actions.reshape(G, 2 * k, 4), predictions)
             tac = time.perf_counter()
             t_infer += toc - tic
             t_sim += tac - toc
@@ -208,10 +224,10 @@ class RolloutWorker:
             ctrl_row[CTRL_INFER_S] += t_infer
         return FragmentStats(T, finished, t_sim, t_infer)
 
-    def decide(self, actions: np.ndarray) -> DecisionStep:
+    def decide(self, actions: np.ndarray, predictions: dict[str, np.ndarray] | None = None) -> DecisionStep:
         """Play one decision, ``actions`` [G, 2k, 4], for ``model.decide_every`` env steps: the policies' heroes
         hold their orders after the first (``HOLD``), the scripted bots act on every one. Leaves ``self.raw_obs``
-        at the last env step's observation (the bots read it)."""
+        at the last env step's observation (the bots read it). ``predictions``: the learner's, for replays."""
         G, k = self.games, self.team_size
         step: DecisionStep | None = None
         for sub in range(self.recipe.model.decide_every):
@@ -223,6 +239,9 @@ class RolloutWorker:
             if self.objectives is not None:
                 self.objectives.before_step()
             obs, components, done, info = self.env.step(actions)
+            if self.replays is not None:
+                self.replays.step(actions, done, info, predictions if sub == 0 else None)
+                self.replays.games_started(done, self.version)
             rewards = shape_rewards(components, self.recipe.reward, info["game_time"], k, self.team_spirit)
             winner = np.asarray(info["winner"]).astype(np.int8)
             seconds = np.asarray(info["game_time"], dtype=np.float64)
@@ -322,6 +341,7 @@ def worker_main(
     except (EOFError, BrokenPipeError):
         pass  # the learner has gone
     finally:
+        worker.close()
         del worker, views, row, ctrl, stop
         for block in (slots, params, ctrl_block):
             block.close()

@@ -748,6 +748,11 @@ def reset_game(S, L, P, g):
         S.hf[g, ST.HF_BUYBACK_CD, h] = 0.0
         S.hf[g, ST.HF_AGGRO_T, h] = 0.0
         S.hi[g, ST.HI_PLAN_PTR, h] = 0
+        # no standing order from the slot's previous game: a game depends on its own start state only (replays)
+        S.hi[g, ST.HI_ORD_TYPE, h] = 0
+        S.hi[g, ST.HI_ORD_TARGET, h] = -1
+        S.hf[g, ST.HF_ORD_X, h] = 0.0
+        S.hf[g, ST.HF_ORD_Y, h] = 0.0
         clear_prev_action(S, g, h)
         i = h % L.team_size
         if L.n_lanes == 1:
@@ -1395,15 +1400,14 @@ def write_stats(S, L, g, stats):
 def step_all(
     S, L, P, actions, act_kind, act_slot, amask, tmask, rew, invalid, done, winner, game_time, stats
 ):
-    """Step every game; a finished game reports its final figures and is reset in place (auto-reset)."""
+    """Step every game; a finished game reports its final figures and keeps its final state (``done[g]``) until
+    the caller resets it (``reset_games``: env.py keeps the final frame first)."""
     for g in range(S.rng.shape[0]):
         step_game(S, L, P, g, actions[g], act_kind, act_slot, amask[g], tmask[g], rew[g], invalid[g])
         done[g] = S.gi[g, ST.GI_DONE]
         winner[g] = S.gi[g, ST.GI_WINNER] if S.gi[g, ST.GI_DONE] else -1
         game_time[g] = S.gi[g, ST.GI_TICK] / P.fps
         write_stats(S, L, g, stats[g])
-        if S.gi[g, ST.GI_DONE]:
-            reset_game(S, L, P, g)
 
 
 @njit(cache=True, _nrt=False)

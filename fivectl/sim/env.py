@@ -13,6 +13,11 @@ Agents are ordered team 0 then team 1 (``agents_per_game = 2 * team_size``). Wit
 automatically: ``done[g]`` is True, ``obs`` holds the first observation of the next game, and ``info`` holds the
 figures of the game that just ended (``winner``, ``game_time``, per-team stats). See ``state.py`` for the state
 arrays (``env.state``) that scripted bots read.
+
+The state of a game's final frame stays readable after the reset: ``env.final`` has the same named views as
+``env.state``, and row ``g`` holds the last frame of the game that ended in slot ``g`` (replays record it).
+``env.start_rng[g]`` is the random state the game now in slot ``g`` started from: with the game config and its
+actions it re-creates the game exactly (``env.reset(start_rng=...)``).
 """
 
 from __future__ import annotations
@@ -132,12 +137,22 @@ class MobaEnv:
         self.frame = TeamFrame(schema, self.team_size, D.MAP_SIZE * KM) if schema.frame == "team" else None
         self.core_state = alloc_state(self.num_games, self.layout, self.agents_per_game, schema.n_targets)
         self.state = state_views(self.core_state)  # named views for scripted bots (see state.py)
+        # the final frame of the last game that ended in each slot, kept before the slot is reset (replays)
+        self.final_core = alloc_state(self.num_games, self.layout, self.agents_per_game, schema.n_targets)
+        self.final = state_views(self.final_core)
+        self.start_rng = np.zeros(self.num_games, dtype=np.uint64)
         self.n_components = len(REWARD_COMPONENTS)
         self._obs: dict[str, np.ndarray] | None = None
 
     # ------------------------------------------------------------------ API
-    def reset(self) -> dict[str, np.ndarray]:
-        self.core_state.rng[:] = game_seeds(self.seed, self.num_games)
+    def reset(self, start_rng: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """Start every game; ``start_rng`` [G] (uint64) replays the games that began from those random states
+        (``env.start_rng`` of a recorded game) instead of the seed's."""
+        if start_rng is None:
+            self.core_state.rng[:] = game_seeds(self.seed, self.num_games)
+        else:
+            self.core_state.rng[:] = np.asarray(start_rng, dtype=np.uint64).reshape(self.num_games)
+        self.start_rng[:] = self.core_state.rng
         C.reset_all(self.core_state, self.layout, self.params)
         self._obs = self._encode()
         return self._obs
@@ -174,6 +189,8 @@ class MobaEnv:
             game_time,
             stats,
         )
+        if done.any():
+            self._keep_final_and_reset(done)
         self._obs = self._encode()
         info = {"winner": winner, "game_time": game_time.astype(np.float32), "invalid_actions": invalid}
         for i, name in enumerate(STAT_NAMES):
@@ -188,6 +205,7 @@ class MobaEnv:
         games = np.asarray(games, dtype=np.bool_)
         if games.shape != (self.num_games,):
             raise BadInput(f"games: expected shape {(self.num_games,)}, got {games.shape}")
+        self.start_rng[games] = self.core_state.rng[games]
         C.reset_games(self.core_state, self.layout, self.params, games)
         self._obs = self._encode()
         return self._obs
@@ -230,6 +248,14 @@ class MobaEnv:
         return sample_valid_actions(rng, am, tm, pm, self.schema.action.delays, self.schema.action.n_offset)
 
     # ------------------------------------------------------------------ internals
+    def _keep_final_and_reset(self, done: np.ndarray) -> None:
+        """Copy the final frame of the games that just ended into ``final``, then start their next games."""
+        S, F = self.core_state, self.final_core
+        for name in ("uf", "ui", "hf", "hi", "gf", "gi"):
+            getattr(F, name)[done] = getattr(S, name)[done]
+        self.start_rng[done] = S.rng[done]
+        C.reset_games(S, self.layout, self.params, done)
+
     def _encode(self) -> dict[str, np.ndarray]:
         obs = self.encoder.encode(self.core_state, self.layout, self.params)
         return obs if self.frame is None else self.frame.observe(obs)

@@ -210,6 +210,26 @@ def set_torch_rng_state(state: np.ndarray) -> None:
     torch.set_rng_state(torch.from_numpy(np.asarray(state, dtype=np.uint8).copy()))
 
 
+def cuda_rng_states() -> np.ndarray | None:
+    """The generator state of every CUDA device as a uint8 array [devices, bytes]; None without CUDA (no CUDA
+    context is created then)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    return np.stack([s.numpy() for s in torch.cuda.get_rng_state_all()])
+
+
+def set_cuda_rng_states(states: np.ndarray) -> None:
+    """Restore :func:`cuda_rng_states` on as many devices as both the checkpoint and this machine have."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return
+    for device, state in enumerate(np.asarray(states, dtype=np.uint8)[: torch.cuda.device_count()]):
+        torch.cuda.set_rng_state(torch.from_numpy(state.copy()), device)
+
+
 def python_rng_state() -> dict[str, Any]:
     """The state of Python's global ``random`` module as JSON."""
     version, internal, gauss_next = random.getstate()

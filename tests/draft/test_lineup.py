@@ -116,3 +116,19 @@ def test_evaluate_match_lineup_cli(tiny_recipe):
     bad = runner.invoke(app, [*base, "--lineup", "Kestrell vs Orebinder"])
     assert bad.exit_code == 2
     assert len(bad.stderr.strip().splitlines()) == 1 and "did you mean Kestrel" in bad.stderr
+
+
+def test_recorded_games_with_chosen_lineups_have_those_heroes_and_re_simulate(tmp_path):
+    from fivectl.replay import load_replay
+    from fivectl.replay.verify import verify_replay
+    from fivectl.store.replay import list_replays
+
+    lineup = parse_lineup("Kestrel vs Orebinder", 1)
+    play_match("random", "bot:easy", GameConfig(team_size=1, time_limit_s=3.0), 3, seed=2, batch=2,
+               record=tmp_path, lineups=lineup)  # fmt: skip
+    files = list_replays(tmp_path)
+    assert len(files) == 3
+    for i, path in enumerate(files):
+        replay = load_replay(path)
+        assert replay.header["lineup"] == (["Kestrel", "Orebinder"] if i % 2 == 0 else ["Orebinder", "Kestrel"])
+        assert verify_replay(replay).ok  # the third game restarted a used slot with its chosen heroes
