@@ -57,6 +57,14 @@ def match(
             "--record", help="Write one replay per game into this directory (fivectl replay list DIR)."
         ),
     ] = None,
+    lineup: Annotated[
+        str | None,
+        typer.Option(
+            "--lineup",
+            help="Heroes of A vs heroes of B in every game, e.g. 'Ashcaller vs Kestrel' (5v5: comma-separated); "
+            "they follow their agent when sides alternate. Default: random lineups.",
+        ),
+    ] = None,
 ) -> None:
     """Play GAMES games of A against B (A on team 0 in even games, team 1 in odd ones) and report wins, draws,
     A's win rate with a 95% Wilson interval (a draw counts half), game length, kills and towers per side.
@@ -64,6 +72,7 @@ def match(
     from fivectl.evaluate import parse_agent, play_match
     from fivectl.evaluate.run_eval import use_one_torch_thread
     from fivectl.schema import load_schema
+    from fivectl.sim.lineup import format_lineup
 
     use_one_torch_thread()
 
@@ -76,15 +85,20 @@ def match(
     with fallback_warnings_on_stderr():
         agent_a, agent_b = parse_agent(a), parse_agent(b)
     game_cfg, schema_version = _game_section(recipe, set_ or [])
+    heroes = _parse_lineup(lineup, game_cfg) if lineup is not None else None
     # An agent that reads a fixed schema (a checkpoint) decides; otherwise the recipe's schema is encoded.
     reads_own_schema = agent_a.schema_version is not None or agent_b.schema_version is not None
     schema = None if reads_own_schema else load_schema(schema_version)
     result = play_match(
-        agent_a, agent_b, game_cfg, games=games, seed=seed, batch=batch, schema=schema, record=record
+        agent_a, agent_b, game_cfg, games=games, seed=seed, batch=batch, schema=schema, record=record,
+        lineups=heroes,
     )
     if as_json:
-        print_json({**result.to_dict(), "game": f"{game_cfg.team_size}v{game_cfg.team_size}"})
+        shown = {"lineup": format_lineup(heroes)} if heroes is not None else {}
+        print_json({**result.to_dict(), "game": f"{game_cfg.team_size}v{game_cfg.team_size}", **shown})
         return
+    if heroes is not None:
+        out_console.print(f"lineup: A {format_lineup(heroes).replace(' vs ', ', B ')}", highlight=False)
     out_console.print(_report(result, game_cfg), highlight=False)
 
 
@@ -102,6 +116,16 @@ def fallback_warnings_on_stderr() -> Iterator[None]:
             err_console.print(f"warning: {' '.join(str(w.message).split())}", highlight=False, soft_wrap=True)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def _parse_lineup(text: str, game_cfg: GameConfig):
+    """int [2, k] hero ids of ``--lineup`` (side A, side B), checked against the game's size and hero pool."""
+    from fivectl.sim.env import resolve_pool
+    from fivectl.sim.lineup import check_lineup, parse_lineup
+
+    heroes = parse_lineup(text, game_cfg.team_size)
+    check_lineup(heroes, game_cfg.team_size, resolve_pool(game_cfg))
+    return heroes
 
 
 def _game_section(recipe: Path | None, overrides: list[str]) -> tuple[GameConfig, int]:

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from fivectl import __version__
-from fivectl.cli import evaluate, model, recipe, replay, runs, surgery
+from fivectl.cli import draft, evaluate, model, recipe, replay, runs, surgery
 from fivectl.cli.train import train
 
 app = typer.Typer(
@@ -23,6 +23,7 @@ app.add_typer(runs.app, name="runs")
 app.add_typer(model.app, name="model")
 app.add_typer(evaluate.app, name="evaluate")
 app.add_typer(surgery.app, name="surgery")
+app.add_typer(draft.app, name="draft")
 app.add_typer(replay.app, name="replay")
 app.command("train")(train)
 

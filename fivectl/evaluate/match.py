@@ -127,11 +127,15 @@ def merge_results(parts: list[MatchResult]) -> MatchResult:
 
 @dataclass(frozen=True)
 class Pairing:
-    """One match to play: ``games`` games of A against B. An agent is a spec string or an :class:`Agent`."""
+    """One match to play: ``games`` games of A against B. An agent is a spec string or an :class:`Agent`.
+
+    ``lineups`` (optional) int [games, 2, team_size]: the hero ids of side A and of side B in each game (the
+    heroes follow the agent when sides alternate); without it the game draws lineups at random."""
 
     a: Agent | str
     b: Agent | str
     games: int
+    lineups: np.ndarray | None = field(default=None, compare=False)
 
 
 class AgentPool:
@@ -213,6 +217,7 @@ def play_match(
     make_env: EnvFactory | None = None,
     pool: AgentPool | None = None,
     record: str | Path | None = None,
+    lineups: np.ndarray | None = None,
 ) -> MatchResult:
     """Play ``games`` games of A against B with sides alternated; deterministic for (seed, batch).
 
@@ -220,9 +225,12 @@ def play_match(
     ``progress(done, games)`` is called whenever games end. ``make_env(game_cfg, num_games, seed, schema)``
     builds the batched game (default: the embedded MOBA, ``fivectl.sim.MobaEnv``). ``pool`` keeps the agents
     that spec strings name across calls (default: built for this match). ``record``: a directory that gets one
-    replay file per game (``fivectl replay``), with what the policies predicted.
+    replay file per game (``fivectl replay``), with what the policies predicted. ``lineups``: the heroes of each
+    game (see :class:`Pairing`; [2, k] plays every game with the same heroes per side).
     """
-    pairings = [Pairing(a, b, games)]
+    if lineups is not None and np.ndim(lineups) == 2:
+        lineups = np.broadcast_to(np.asarray(lineups), (games, *np.shape(lineups)))
+    pairings = [Pairing(a, b, games, lineups)]
     return play_matches(pairings, game_cfg, seed, batch, schema, progress, make_env, pool, record)[0]
 
 
@@ -260,10 +268,11 @@ def play_matches(
 
     started = time.perf_counter()
     queue = _GameQueue(sizes)
+    lineups = _game_lineups(pairings, env)
     recording = _recording(env, record, roles, queue, seed)
     try:
         tally, invalid, hero_steps = _run_games(
-            env, roles, queue, _step_limit(game_cfg, int(sizes.sum()), slots), progress, recording
+            env, roles, queue, _step_limit(game_cfg, int(sizes.sum()), slots), progress, recording, lineups
         )
     finally:
         if recording is not None:
@@ -294,6 +303,7 @@ def _run_games(
     step_limit: int,
     progress: Callable[[int, int], None] | None,
     recording: MatchRecording | None = None,
+    lineups: np.ndarray | None = None,
 ) -> tuple[_Tally, np.ndarray, np.ndarray]:
     slots, k = env.num_games, env.team_size
     matches = len(roles.a_role)
@@ -303,6 +313,8 @@ def _run_games(
     hero_steps = np.zeros(matches)
     next_game, finished = slots, 0
     first = np.ones(slots, dtype=bool)
+    if lineups is not None:
+        _choose_lineups(env, lineups, queue, slot_game, np.arange(slots))
     obs = env.reset()
     if recording is not None:
         recording.start(np.arange(slots), slot_game)
@@ -334,6 +346,8 @@ def _run_games(
             slot_game[ended] = -1
             slot_game[taken] = np.arange(next_game, next_game + len(taken))
             next_game += len(taken)
+            if lineups is not None and len(taken):  # the automatic reset drew the slot's old lineup: redo it
+                obs = _choose_lineups(env, lineups, queue, slot_game, taken, restart=True)
             if recording is not None and len(taken):
                 recording.start(taken, slot_game[taken])
             if progress is not None:
@@ -381,6 +395,40 @@ def _actions(
         if recording is not None:
             recording.add_predictions(agent, heroes)
     return actions
+
+
+def _game_lineups(pairings: list[Pairing], env) -> np.ndarray | None:
+    """int [total games, 2 sides, k] of every queued game (-1: drawn at random), or None if no match chose any."""
+    if all(p.lineups is None for p in pairings):
+        return None
+    if not hasattr(env, "set_lineups"):
+        raise BadInput("chosen lineups need a game that accepts them (the embedded MOBA's set_lineups)")
+    k = env.team_size
+    parts = []
+    for p in pairings:
+        if p.lineups is None:
+            parts.append(np.full((p.games, 2, k), -1, dtype=np.int32))
+            continue
+        lineups = np.asarray(p.lineups, dtype=np.int32)
+        if lineups.shape != (p.games, 2, k):
+            raise BadInput(f"lineups: expected shape {(p.games, 2, k)} for {p.games} games, got {lineups.shape}")
+        parts.append(lineups)
+    return np.concatenate(parts)
+
+
+def _choose_lineups(env, lineups, queue: _GameQueue, slot_game, slots, restart: bool = False):
+    """Give ``slots`` the lineups of the games they play next, side A's heroes on A's team; ``restart`` starts
+    those games again with them (returns the new observation)."""
+    games = slot_game[slots]
+    by_side = lineups[games]  # [n, side, k]
+    a_on_team1 = (queue.index_in_match[games] % 2 == 1)[:, None, None]
+    by_team = np.where(a_on_team1, by_side[:, ::-1], by_side)
+    env.set_lineups(by_team, slots)
+    if restart:
+        mask = np.zeros(env.num_games, dtype=bool)
+        mask[slots] = True
+        return env.restart(mask)
+    return None
 
 
 def _record(tally: _Tally, game_ids: np.ndarray, slots: np.ndarray, info: dict) -> None:

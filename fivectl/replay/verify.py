@@ -34,11 +34,16 @@ def replay_game_config(replay: Replay) -> GameConfig:
 def verify_replay(replay: Replay) -> VerifyResult:
     """Re-simulate ``replay`` and compare every state column of every row."""
     from fivectl.sim import MobaEnv  # the compiled game is loaded only to verify
+    from fivectl.sim.lineup import hero_id
 
     header = replay.header
     env = MobaEnv(
         replay_game_config(replay), 1, int(header["env_seed"]), load_schema(int(header["schema_version"]))
     )
+    # the recorded heroes: a game with a chosen lineup (evaluate match --lineup) did not draw them; for a game
+    # that did, choosing the same ones changes nothing (the draw still consumes the same random numbers)
+    heroes = np.array([hero_id(name) for name in header["lineup"]], dtype=np.int32)
+    env.set_lineups(heroes.reshape(1, 2, env.team_size))
     env.reset(start_rng=np.array([int(header["start_rng"])], dtype=np.uint64))
     game = np.zeros(1, dtype=np.int64)
     mismatch = _compare(replay, 0, capture_frame(env.core_state, env.state, game, env.layout.n_units))

@@ -732,7 +732,8 @@ def reset_game(S, L, P, g):
             picks[j] = tmp
     for h in range(H):
         team = 0 if h < L.team_size else 1
-        S.hi[g, ST.HI_HERO_ID, h] = P.pool[picks[h]]
+        # a lineup chosen for this game slot (MobaEnv.set_lineups) replaces the pool's draw
+        S.hi[g, ST.HI_HERO_ID, h] = P.lineup[g, h] if P.lineup[g, h] >= 0 else P.pool[picks[h]]
         S.ui[g, ST.UI_TEAM, h] = team
         S.ui[g, ST.UI_UTYPE, h] = D.UT_HERO
         S.hi[g, ST.HI_LEVEL, h] = 1

@@ -128,6 +128,7 @@ class MobaEnv:
             rand_lineup=bool(game_cfg.randomize_lineup),
             rand_items=bool(game_cfg.randomize_items),
             pool=resolve_pool(game_cfg),
+            lineup=np.full((self.num_games, self.agents_per_game), -1, np.int32),
         )
         self.act_kind = np.array([PRIMARY_ACTIONS[p][0] for p in schema.action.primary], dtype=np.int64)
         self.act_slot = np.array([PRIMARY_ACTIONS[p][1] for p in schema.action.primary], dtype=np.int64)
@@ -208,6 +209,23 @@ class MobaEnv:
         C.reset_games(self.core_state, self.layout, self.params, games)
         self._obs = self._encode()
         return self._obs
+
+    def set_lineups(self, lineups: np.ndarray | None, games: np.ndarray | None = None) -> None:
+        """Choose the heroes of the next game in some slots: ``lineups`` int [n, 2, team_size] hero ids (team 0,
+        team 1; a row of -1 = drawn from the pool again), ``games`` the n slots (bool [G] or indices; default all).
+        A chosen lineup stays with its slot for every game started there (``reset``, ``restart`` or the automatic
+        reset after a game ends) until it is changed; ``None`` returns the slots to random lineups."""
+        from fivectl.sim.lineup import check_lineup
+
+        rows = np.arange(self.num_games) if games is None else np.arange(self.num_games)[games]
+        if lineups is None:
+            self.params.lineup[rows] = -1
+            return
+        lineups = np.asarray(lineups, dtype=np.int32).reshape(len(rows), 2, self.team_size)
+        for lineup in lineups:
+            if (lineup >= 0).any():
+                check_lineup(lineup, self.team_size, self.params.pool)
+        self.params.lineup[rows] = lineups.reshape(len(rows), self.agents_per_game)
 
     def observe(self) -> dict[str, np.ndarray]:
         """Re-encode the current state (after editing ``env.state`` in a test or a scenario) and return it;

@@ -232,6 +232,7 @@ Params = namedtuple(
         "rand_lineup",
         "rand_items",
         "pool",
+        "lineup",  # int32 [G, H]: hero id per hero slot for the next game of each slot, -1 = drawn from the pool
     ),
 )
 
