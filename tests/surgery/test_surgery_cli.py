@@ -61,3 +61,19 @@ def test_retire_then_verify_reports_drift(parent_run, tmp_path):
     assert field["retired"] is True and field["constant"] == 200.0
     verified = invoke("surgery", "verify", str(out))
     assert verified.exit_code == 0 and "drift" in verified.stdout
+
+
+def test_add_obs_onto_schema_v3_keeps_the_function_and_calibrates_the_new_inputs(parent_run, tmp_path):
+    out = tmp_path / "v3"
+    result = invoke("surgery", "add-obs", str(parent_run), "--schema", "3", "--out", str(out),
+                    "--calibrate-games", "2", "--json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["operation"] == "add-obs"
+    assert run_json(out)["schema"]["version"] == 3
+    verified = invoke("surgery", "verify", str(out), "--json")
+    assert verified.exit_code == 0, verified.output
+    # v3's enemy lineup is a new categorical input: its embedding exists and its first-layer columns are zero
+    ckpt = CheckpointStore(out / "checkpoints.zarr").load()
+    assert ckpt.attrs["schema_version"] == 3
+    assert any("enemy_lineup" in name for name in ckpt.arrays["model"])
