@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from shared_helpers import TINY
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -27,33 +28,6 @@ def quickstart() -> Path:
     return REPO / "recipes" / "quickstart.toml"
 
 
-# A tiny training recipe: seconds per run, every code path of the trainer.
-TINY = """
-name = "tiny"
-[game]
-team_size = 1
-lanes = 1
-time_limit_s = 30.0
-[model]
-unit_embed = 8
-unit_hidden = 16
-cat_embed = 4
-grid_channels = 4
-fc_size = 32
-lstm_size = 16
-[train]
-seed = 3
-workers = 0
-games_per_worker = 2
-fragment_length = 16
-bptt = 8
-batch_windows = 8
-publish_every = 1
-checkpoint_every = 2
-keep_last = 3
-milestone_every = 0
-rollout_save_every = 2
-"""
 
 
 @pytest.fixture

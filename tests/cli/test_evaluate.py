@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import typer
+from shared_helpers import assert_bad_input
 from typer.testing import CliRunner
 
 from fivectl.cli.evaluate import app as evaluate_app
@@ -62,13 +63,6 @@ def test_match_text_report():
     assert result.exit_code == 0, result.output
     assert "win rate" in result.stdout and "random" in result.stdout
 
-
-def assert_bad_input(result, *needles: str):
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.output.strip().splitlines() if line.strip()]
-    assert len(lines) == 1, result.output
-    for needle in needles:
-        assert needle in result.output, result.output
 
 
 def test_unknown_agent_is_bad_input_with_suggestion():

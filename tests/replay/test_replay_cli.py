@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import typer
+from shared_helpers import assert_bad_input
 from typer.testing import CliRunner
 
 from fivectl.cli.replay import app as replay_app
@@ -27,13 +28,6 @@ cli.add_typer(replay_app, name="replay")
 def invoke(*args: str):
     return runner.invoke(cli, ["replay", *map(str, args)], catch_exceptions=False)
 
-
-def assert_bad_input(result, *needles: str):
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.output.strip().splitlines() if line.strip()]
-    assert len(lines) == 1, result.output
-    for needle in needles:
-        assert needle in result.output, result.output
 
 
 def test_list_shows_every_game_with_its_agents_result_and_length(recorded):

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import tomli_w
 import torch
+from shared_helpers import TINY
 from typer.testing import CliRunner
 
 from fivectl.cli.main import app
@@ -96,32 +97,8 @@ def make_net(schema, cfg: ModelConfig, team_size: int = 1, seed: int = 0) -> Pol
     return trained_looking(PolicyNet(schema, cfg, team_size), seed).eval()
 
 
-TINY_RUN = """
-name = "tiny"
-[game]
-team_size = 1
-lanes = 1
-time_limit_s = 30.0
-[model]
-unit_embed = 8
-unit_hidden = 16
-cat_embed = 4
-grid_channels = 4
-fc_size = 32
-lstm_size = 16
-[train]
-seed = 3
-workers = 0
-games_per_worker = 2
-fragment_length = 16
-bptt = 8
-batch_windows = 8
-publish_every = 1
-checkpoint_every = 2
-keep_last = 3
-milestone_every = 0
-rollout_save_every = 1
-[selfplay]
+# the shared tiny recipe, saving rollouts every fragment (verify replays them) and growing the pool every version
+TINY_RUN = TINY.replace("rollout_save_every = 2", "rollout_save_every = 1") + """[selfplay]
 add_every = 1
 latest_fraction = 0.5
 """

@@ -1,0 +1,40 @@
+"""Pieces several test folders share (importable as ``shared_helpers``: pytest puts ``tests/`` on the path)."""
+
+from __future__ import annotations
+
+# A tiny training recipe: seconds per run, every code path of the trainer.
+TINY = """
+name = "tiny"
+[game]
+team_size = 1
+lanes = 1
+time_limit_s = 30.0
+[model]
+unit_embed = 8
+unit_hidden = 16
+cat_embed = 4
+grid_channels = 4
+fc_size = 32
+lstm_size = 16
+[train]
+seed = 3
+workers = 0
+games_per_worker = 2
+fragment_length = 16
+bptt = 8
+batch_windows = 8
+publish_every = 1
+checkpoint_every = 2
+keep_last = 3
+milestone_every = 0
+rollout_save_every = 2
+"""
+
+
+def assert_bad_input(result, *needles: str) -> None:
+    """A CLI result is a bad-input error: exit code 2, one line of output, naming each of ``needles``."""
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.strip().splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    for needle in needles:
+        assert needle in result.output, result.output
