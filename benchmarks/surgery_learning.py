@@ -49,7 +49,9 @@ def resume_for(run_dir: Path, minutes: float) -> dict:
 
 
 def match(a: str, b: str, games: int, seed: int) -> dict:
-    result = fivectl_json("evaluate", "match", a, b, "--games", str(games), "--seed", str(seed), "--batch", "100")
+    result = fivectl_json(
+        "evaluate", "match", a, b, "--games", str(games), "--seed", str(seed), "--batch", "100"
+    )
     return {
         "a": a,
         "b": b,
@@ -64,22 +66,30 @@ def match(a: str, b: str, games: int, seed: int) -> dict:
 def cpu_model() -> str:
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        return next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name"))
+        return next(
+            line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")
+        )
     except (OSError, StopIteration):
         return platform.processor() or "unknown"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--work", type=Path, required=True, help="directory of the parent and child runs")
-    parser.add_argument("--parent", type=Path, default=None, help="an existing parent run (skip its training)")
+    parser.add_argument(
+        "--parent", type=Path, default=None, help="an existing parent run (skip its training)"
+    )
     parser.add_argument("--parent-minutes", type=float, default=30.0)
     parser.add_argument("--child-minutes", type=float, default=15.0)
     parser.add_argument("--op", choices=sorted(OPERATIONS), default="add-obs")
     parser.add_argument("--recipe", type=Path, default=REPO / "recipes" / "quickstart.toml")
     parser.add_argument("--games", type=int, default=200)
     parser.add_argument("--seed", type=int, default=12345, help="seed of the evaluation games")
-    parser.add_argument("--set", action="append", default=[], dest="overrides", help="recipe override of the parent")
+    parser.add_argument(
+        "--set", action="append", default=[], dest="overrides", help="recipe override of the parent"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -122,7 +132,9 @@ def main() -> None:
         "child_minutes": args.child_minutes,
         "parent_samples": parent_summary["samples"] if parent_summary else None,
         "child_samples": child_summary["samples"],
-        "surgery": {k: surgery[k] for k in ("parent_version", "parameters_before", "parameters_after", "seconds")},
+        "surgery": {
+            k: surgery[k] for k in ("parent_version", "parameters_before", "parameters_after", "seconds")
+        },
         "verify": verify,
         "child_vs_parent": versus_parent,
         "child_vs_easy": child_vs_easy,
@@ -135,7 +147,9 @@ def main() -> None:
     print(f"CPU: {out['cpu']}; {' '.join(out['op'])}; child trained {args.child_minutes} min after surgery")
     for key in ("child_vs_parent", "child_vs_easy", "parent_vs_easy"):
         r = out[key]
-        print(f"  {r['a']} vs {r['b']}: {r['win_rate']:.3f} [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] ({r['games']} games)")
+        print(
+            f"  {r['a']} vs {r['b']}: {r['win_rate']:.3f} [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] ({r['games']} games)"
+        )
     print(f"  seconds: {seconds}")
 
 
