@@ -38,7 +38,15 @@ from fivectl.schema.spec import ObsSchema
 from fivectl.sim import core as C
 from fivectl.sim import data as D
 from fivectl.sim.components import REWARD_COMPONENTS
-from fivectl.sim.state import CK_FRACTION, GI_VARIANT, Params, alloc_state, build_layout, no_change, state_views
+from fivectl.sim.state import (
+    CK_FRACTION,
+    GI_VARIANT,
+    Params,
+    alloc_state,
+    build_layout,
+    no_change,
+    state_views,
+)
 
 # Schema primary-action names -> (internal action kind, ability/item slot). A new action in a schema version is
 # added here (and executed in core.execute_action).
