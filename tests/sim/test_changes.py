@@ -157,6 +157,26 @@ def test_storm_maul_is_bought_first_and_used_only_through_item4_only_when_owned(
     assert env.state.item_cd[0, 0, D.NEW_ITEM_SLOT] > 0 and not env.observe()["action_mask"][0, 0, item4]
 
 
+def test_new_hero_joins_random_lineups_only_under_the_change_and_needs_the_larger_vocabulary():
+    from fivectl.config.model import ModelConfig
+    from fivectl.surgery.add_action import plan_add_hero
+
+    with pytest.raises(BadInput, match="surgery add-hero RUN --vocab 19"):
+        make_env(load_schema(3)).set_change("new-hero", 1.0)
+    schema = plan_add_hero(load_schema(3), ModelConfig(), 1, 19).schema_after
+    seen = {}
+    for fraction in (0.0, 1.0):
+        env = make_env(schema, 32, seed=4, randomize_lineup=True)
+        env.set_change("new-hero", fraction)
+        obs = env.reset()
+        hero_ids = env.state.hero_id[:, :2]
+        seen[fraction] = (hero_ids == D.NEW_HERO).any(axis=1)
+        cat = schema.group("self").cat_columns()["hero_id"]
+        assert np.array_equal(obs["self.cat"][..., cat.start], hero_ids + 1)
+    assert not seen[0.0].any() and 0 < seen[1.0].sum() < 32
+    assert D.ALL_HERO_NAMES[D.NEW_HERO] not in D.HERO_NAMES  # the unchanged game's pool is the 17
+
+
 def test_the_item4_action_is_unknown_to_schemas_without_it():
     schema = load_schema(3)
     assert "item4" not in schema.action.primary
