@@ -44,7 +44,8 @@ def test_add_action_keeps_the_function_on_old_data_and_masks_the_new_action_to_z
         grown["action_mask"][..., n] = True
         free = child.evaluate(grown, pick, child.initial_state(b), torch.ones(T, b, dtype=torch.bool)).logprob
     assert torch.isfinite(free).all() and (free > -60).all()
-    assert float(child.heads["primary"].bias[n]) == 3.0 and child.heads["primary"].weight[n].abs().max() == 0
+    head = child.heads["primary"]
+    assert float(head.bias[n].detach()) == 3.0 and float(head.weight[n].detach().abs().max()) == 0.0
 
 
 def test_add_hero_grows_every_hero_vocabulary_and_keeps_the_function():
@@ -93,3 +94,17 @@ def test_add_action_bad_input_is_one_line_and_writes_nothing(parent_run, tmp_pat
     out = tmp_path / "bad"
     assert_bad_input(invoke("surgery", "add-action", str(parent_run), "--action", action, "--out", str(out)), *needles)
     assert not out.exists() and not list(tmp_path.glob(".bad*"))
+
+
+def test_add_hero_cli_verifies_and_refuses_a_vocabulary_that_does_not_grow(parent_run, tmp_path):
+    bad = tmp_path / "small"
+    assert_bad_input(invoke("surgery", "add-hero", str(parent_run), "--vocab", "18", "--out", str(bad)), "only grows")
+    assert not bad.exists()
+    out = tmp_path / "hero"
+    result = invoke("surgery", "add-hero", str(parent_run), "--vocab", "19", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert "encoder.embeds.self.hero_id.weight" in result.stdout
+    verified = invoke("surgery", "verify", str(out))
+    assert verified.exit_code == 0 and "within 1e-05" in verified.stdout, verified.output
+    fields = {f["name"]: f for g in run_json(out)["schema"]["groups"] for f in g["fields"] if f["name"] == "hero_id"}
+    assert fields["hero_id"]["vocab"] == 19
