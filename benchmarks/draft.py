@@ -14,7 +14,8 @@ long for a shared machine). The model is an untrained network of the recipe's si
 depend on the weights).
 
 The advise query is timed on a table of random values of the full 5v5 size: from an empty draft (the whole
-1-2-2-2-2-1 tree) and after 1 and 3 picks.
+1-2-2-2-2-1 tree) and after 1, 2 and 3 picks, with the stored solution and searched (bans, another order or
+expectimax), wall and CPU seconds.
 
     .venv/bin/python benchmarks/draft.py --json [--limit 8192] [--batch 1024] [--lane-samples 1] [--threads 1]
 """
@@ -112,23 +113,46 @@ def time_factored(model: DraftModel, limit: int, batch: int, lane_samples: int) 
     }
 
 
+def timed(fn) -> dict:
+    """Wall seconds and CPU seconds of this process: on a shared machine the CPU time says what a query costs."""
+    w, c = time.perf_counter(), time.process_time()
+    fn()
+    return {"wall": time.perf_counter() - w, "cpu": time.process_time() - c}
+
+
 def time_advise() -> dict:
+    """Advise queries on a random table of the full 5v5 size: with the stored solution, and searched (a fresh
+    Drafter: bans, another order or expectimax) -- the first query of a draft and the next one of the same draft."""
     space = LineupSpace(range(17), 5)
     values = np.random.default_rng(0).random(space.size).astype(np.float32)
     table = DraftTable(Path("random"), {"pool": list(range(17)), "team_size": 5}, values, np.ones(1, dtype=bool))
-    warm = Drafter(table, parse_order("1-2-2-2-2-1", 5))
+    order = parse_order("1-2-2-2-2-1", 5)
+    warm = Drafter(table, order)
     warm.advise(DraftState(([0, 1, 2], [3, 4]), []))  # compile the search
-    t0 = time.perf_counter()
-    solved = warm.solve_all()  # what precompute stores with a finished table
-    out = {"solve_whole_draft_s (once, stored by precompute)": time.perf_counter() - t0}
-    cases = (("empty_draft", ([], [])), ("after_1_pick", ([0], [])), ("after_3_picks", ([0], [5, 9])))
+    warm.advise(DraftState(([], []), [16]))  # and the bottom-up fill
+    out = {"solve_whole_draft_s (stored by precompute)": timed(warm.solve_all)}
+    solved = warm.solve_all()
+    cases = (
+        ("empty_draft", ([], []), []),
+        ("after_1_pick", ([0], []), []),
+        ("after_2_picks", ([0], [5]), []),
+        ("after_3_picks", ([0], [5, 9]), []),
+        ("empty_draft_2_bans", ([], []), [15, 16]),
+    )
     for stored in (True, False):
-        for name, teams in cases:
-            drafter = Drafter(table, parse_order("1-2-2-2-2-1", 5))
+        for name, teams, bans in cases:
+            if stored and bans:
+                continue
+            drafter = Drafter(table, order)
             drafter.cache = solved if stored else None
-            t0 = time.perf_counter()
-            drafter.advise(DraftState(teams, []))
-            out[f"advise_s_{name}_{'stored' if stored else 'searched'}"] = time.perf_counter() - t0
+            key = f"advise_s_{name}_{'stored' if stored else 'searched'}"
+            out[key] = timed(lambda d=drafter, t=teams, b=bans: d.advise(DraftState(t, b)))
+    drafter = Drafter(table, order, mode="expectimax")
+    out["advise_s_empty_draft_expectimax"] = timed(lambda: drafter.advise(DraftState(([], []), [])))
+    drafter = Drafter(table, order)
+    drafter.cache = None
+    drafter.advise(DraftState(([], []), [15, 16]))
+    out["advise_s_second_query_same_draft_2_bans"] = timed(lambda: drafter.advise(DraftState(([0], []), [15, 16])))
     out["goal_s"] = 1.0
     return out
 

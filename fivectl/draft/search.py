@@ -98,6 +98,9 @@ class Drafter:
         self.pos = {int(h): i for i, h in enumerate(self.space.pool)}
         self.cache = load_search_cache(table, groups, first) if self.mode == MINIMAX else None
         self._memos: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._offsets = self._depth_offsets(0)
+        n, depth = self.space.n, len(self.turns)
+        self._ints, self._floats = np.empty((2, depth, n), dtype=np.int64), np.empty((depth, n))  # solve's scratch
         self._filled: dict[int, bool] = {}  # id(memo) -> solved bottom-up for every state
 
     def check(self, state: DraftState) -> None:
@@ -167,16 +170,15 @@ class Drafter:
         """Value of the state (m0, m1) before pick t. Early in a draft (the first FILL_PICKS picks) the search
         would visit nearly every state anyway: the memo of this ban set is filled bottom-up once (fill_memo, about
         10x faster than chasing the tree) and the top-down search only reads it."""
-        n, binom, depth = self.space.n, self.space.binom, len(self.turns)
+        n, binom = self.space.n, self.space.binom
         memo, offsets = self._memo(bans, me)
         if memo is not self.cache and t <= FILL_PICKS and not self._filled.get(id(memo)):
             fill_memo(0, bans, self.turns, me, self.mode, n, binom, self.table.values, memo, offsets)
             self._filled[id(memo)] = True
         idx = pair_rank(np.int64(m0), np.int64(m1), n, bin(m1).count("1"), binom)
-        ints, floats = np.empty((2, depth, n), dtype=np.int64), np.empty((depth, n))
         return float(
             solve(np.int64(m0), np.int64(m1), idx, np.int64(bans), t, self.turns, me, self.mode, n, binom,
-                  self.table.values, memo, offsets, ints, floats)
+                  self.table.values, memo, offsets, self._ints, self._floats)
         )  # fmt: skip
 
     def _memo(self, bans: int, me: int) -> tuple[np.ndarray, np.ndarray]:
@@ -184,7 +186,7 @@ class Drafter:
         in expectimax), kept for the next queries: in a draft with bans or another order only the first query
         searches, the later ones reuse what it solved."""
         if self.cache is not None and bans == 0:
-            return self.cache, self._memo_layout(0)[1]
+            return self.cache, self._offsets
         key = (bans, me if self.mode == EXPECTIMAX else -1)
         if key not in self._memos:
             if len(self._memos) >= MEMOS_KEPT:
@@ -202,13 +204,16 @@ class Drafter:
     def _memo_layout(self, t0: int) -> tuple[np.ndarray, np.ndarray]:
         """NaN-filled memo for the states after t0.. picks: one dense block per depth (all pairs of disjoint
         subsets of the sizes the order gives at that depth)."""
+        offsets = self._depth_offsets(t0)
+        return np.full(int(offsets[-1]), np.nan, dtype=np.float32), offsets
+
+    def _depth_offsets(self, t0: int) -> np.ndarray:
         n, sizes = self.space.n, [0]
         for t in range(len(self.turns) + 1):
             a = int((self.turns[:t] == 0).sum())
             b = t - a
             sizes.append(math.comb(n, a) * math.comb(n - a, b) if t >= t0 and t < len(self.turns) else 0)
-        offsets = np.cumsum(sizes).astype(np.int64)
-        return np.full(int(offsets[-1]), np.nan, dtype=np.float32), offsets
+        return np.cumsum(sizes).astype(np.int64)
 
 
 @njit(cache=True)
