@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from fivectl.draft.lineups import LineupSpace, colex_subsets
+from fivectl.draft.lineups import LineupSpace
 from fivectl.draft.model import DraftModel, FirstFrame
 from fivectl.errors import BadInput
 from fivectl.model.layout import field_input_slices
@@ -99,8 +99,8 @@ class FactoredFirstFrame:
 
         model, space, k = self.model, self.space, self.k
         enc = model.net.encoder
-        teams = colex_subsets(space.n, k)  # pool positions, in the rank order of team_ranks
-        fillers = self._fillers(teams)
+        teams = space._team0  # every team's pool positions, in the rank order of team_ranks
+        fillers = space._left[:, :k]  # an enemy team for each: it shows only in global.enemy_lineup, replaced below
         n_teams = len(teams)
         n_lanes = next(f.vocab for f in model.schema.group(LANE_GROUP).fields if f.name == LANE_FIELD)
         width, embed = model.net.cfg.fc_size, model.net.cfg.unit_embed
@@ -136,13 +136,6 @@ class FactoredFirstFrame:
         self.enemy_table = torch.stack(
             [emb @ weight[:, enemy_cols.start + s * e : enemy_cols.start + (s + 1) * e].T for s in range(k)]
         )  # [k, n, E]
-
-    def _fillers(self, teams: np.ndarray) -> np.ndarray:
-        """An enemy team for each team (the first k heroes it leaves): it shows only in global.enemy_lineup,
-        whose part is replaced by enemy_table."""
-        left = np.ones((len(teams), self.space.n), dtype=bool)
-        left[np.arange(len(teams))[:, None], teams] = False
-        return np.nonzero(left)[1].reshape(len(teams), -1)[:, : self.k]
 
     def _side_obs(self, env, side: int, teams: np.ndarray, fillers: np.ndarray) -> dict[str, torch.Tensor]:
         """First observations [m * k, ...] of the heroes of ``teams`` (pool positions) playing on ``side``."""
