@@ -1,21 +1,31 @@
 """Draft speed: precompute of the 5v5 lineups at recipes/five-v-five.toml's model size, and an advise query.
 
-Precompute rates lineups in batches: the game builds the first-frame observations of both teams (``set_lineups``
-+ one batched reset and encode), then the network's first step runs with a zero LSTM state. The two parts are
-timed separately on the first ``--limit`` lineups and the time of all 4,900,896 is **extrapolated** (the full
-run takes too long for a shared machine); the report says which part bounds it. The model is an untrained
-network of the recipe's size on schema v3 (speed does not depend on the weights).
+Precompute, both ways in the same run on the same first ``--limit`` lineups:
+
+- ``direct`` (``FirstFrame``): the game builds the first-frame observations of both teams (``set_lineups`` + one
+  batched reset and encode), then the network's first step runs with a zero LSTM state; the two parts are timed
+  separately and the report says which bounds it;
+- ``factored`` (``FactoredFirstFrame``): the lineup-independent part once per (side, team, slot) -- its setup is
+  timed on its own -- then per lineup only the lineup-dependent layers; its largest difference to ``direct`` on
+  the first batch is reported.
+
+The time of all 4,900,896 lineups is **extrapolated** (setup + per-lineup time x lineups; the full run takes too
+long for a shared machine). The model is an untrained network of the recipe's size on schema v3 (speed does not
+depend on the weights).
 
 The advise query is timed on a table of random values of the full 5v5 size: from an empty draft (the whole
-1-2-2-2-2-1 tree) and after 1 and 3 picks.
+1-2-2-2-2-1 tree) and after 1, 2 and 3 picks, with the stored solution and searched (bans, another order or
+expectimax), wall and CPU seconds.
 
-    .venv/bin/python benchmarks/draft.py --json [--limit 8192] [--batch 1024] [--lane-samples 1]
+    .venv/bin/python benchmarks/draft.py --json [--limit 8192] [--batch 1024] [--lane-samples 1] [--threads 1]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 import time
 from dataclasses import replace
@@ -25,6 +35,7 @@ import numpy as np
 import torch
 
 from fivectl.config import load_recipe
+from fivectl.draft.factored import FactoredFirstFrame
 from fivectl.draft.lineups import LineupSpace
 from fivectl.draft.model import DraftModel, FirstFrame
 from fivectl.draft.search import Drafter, DraftState, parse_order
@@ -80,25 +91,78 @@ def time_precompute(model: DraftModel, limit: int, batch: int, lane_samples: int
     }
 
 
+def time_factored(model: DraftModel, limit: int, batch: int, lane_samples: int) -> dict:
+    """Setup seconds and seconds per lineup of the factored path over the same lineups as ``time_precompute``."""
+    space = LineupSpace(range(17), model.team_size)
+    t0 = time.perf_counter()
+    rater = FactoredFirstFrame(model, space, batch, 0, lane_samples)
+    setup_s = time.perf_counter() - t0
+    max_diff = rater.check(space.lineups(0, batch))  # also the warm-up
+    done, t0 = 0, time.perf_counter()
+    while done < limit:
+        rater.win_probs(space.lineups(done, done + batch))
+        done += batch
+    per_lineup = (time.perf_counter() - t0) / done
+    return {
+        "lineups_timed": done,
+        "setup_s (once per table: every team on either side)": setup_s,
+        "us_per_lineup": 1e6 * per_lineup,
+        "max_abs_diff_to_direct (first batch)": max_diff,
+        "extrapolated_full_5v5_minutes": (setup_s + per_lineup * space.size) / 60.0,
+        "goal_minutes": 10.0,
+    }
+
+
+def timed(fn) -> dict:
+    """Wall seconds and CPU seconds of this process: on a shared machine the CPU time says what a query costs."""
+    w, c = time.perf_counter(), time.process_time()
+    fn()
+    return {"wall": time.perf_counter() - w, "cpu": time.process_time() - c}
+
+
 def time_advise() -> dict:
+    """Advise queries on a random table of the full 5v5 size: with the stored solution, and searched (a fresh
+    Drafter: bans, another order or expectimax) -- the first query of a draft and the next one of the same draft."""
     space = LineupSpace(range(17), 5)
     values = np.random.default_rng(0).random(space.size).astype(np.float32)
     table = DraftTable(Path("random"), {"pool": list(range(17)), "team_size": 5}, values, np.ones(1, dtype=bool))
-    warm = Drafter(table, parse_order("1-2-2-2-2-1", 5))
+    order = parse_order("1-2-2-2-2-1", 5)
+    warm = Drafter(table, order)
     warm.advise(DraftState(([0, 1, 2], [3, 4]), []))  # compile the search
-    t0 = time.perf_counter()
-    solved = warm.solve_all()  # what precompute stores with a finished table
-    out = {"solve_whole_draft_s (once, stored by precompute)": time.perf_counter() - t0}
-    cases = (("empty_draft", ([], [])), ("after_1_pick", ([0], [])), ("after_3_picks", ([0], [5, 9])))
+    warm.advise(DraftState(([], []), [16]))  # and the bottom-up fill
+    out = {"solve_whole_draft_s (stored by precompute)": timed(warm.solve_all)}
+    solved = warm.solve_all()
+    cases = (
+        ("empty_draft", ([], []), []),
+        ("after_1_pick", ([0], []), []),
+        ("after_2_picks", ([0], [5]), []),
+        ("after_3_picks", ([0], [5, 9]), []),
+        ("empty_draft_2_bans", ([], []), [15, 16]),
+    )
     for stored in (True, False):
-        for name, teams in cases:
-            drafter = Drafter(table, parse_order("1-2-2-2-2-1", 5))
+        for name, teams, bans in cases:
+            if stored and bans:
+                continue
+            drafter = Drafter(table, order)
             drafter.cache = solved if stored else None
-            t0 = time.perf_counter()
-            drafter.advise(DraftState(teams, []))
-            out[f"advise_s_{name}_{'stored' if stored else 'searched'}"] = time.perf_counter() - t0
+            key = f"advise_s_{name}_{'stored' if stored else 'searched'}"
+            out[key] = timed(lambda d=drafter, t=teams, b=bans: d.advise(DraftState(t, b)))
+    drafter = Drafter(table, order, mode="expectimax")
+    out["advise_s_empty_draft_expectimax"] = timed(lambda: drafter.advise(DraftState(([], []), [])))
+    drafter = Drafter(table, order)
+    drafter.cache = None
+    drafter.advise(DraftState(([], []), [15, 16]))
+    out["advise_s_second_query_same_draft_2_bans"] = timed(lambda: drafter.advise(DraftState(([0], []), [15, 16])))
     out["goal_s"] = 1.0
     return out
+
+
+def cpu_model() -> str:
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")), "unknown")
 
 
 def main() -> None:
@@ -107,16 +171,27 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--lane-samples", type=int, default=1, help="lane assignments averaged per lineup")
     ap.add_argument("--schema", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (the CLI uses 1)")
+    ap.add_argument("--skip-direct", action="store_true", help="time only the factored path")
     ap.add_argument("--skip-advise", action="store_true")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     model = five_v_five_model(args.schema)
     result = {
         "model": {"fc_size": model.net.cfg.fc_size, "lstm_size": model.net.cfg.lstm_size,
                   "params": sum(p.numel() for p in model.net.parameters())},  # fmt: skip
-        "precompute": time_precompute(model, args.limit, args.batch, args.lane_samples),
+        "cpu": cpu_model(),
+        "torch_threads": args.threads,
+        "load_average_at_start": list(os.getloadavg()),
     }
+    if not args.skip_direct:
+        result["precompute"] = time_precompute(model, args.limit, args.batch, args.lane_samples)
+    result["precompute_factored"] = time_factored(model, args.limit, args.batch, args.lane_samples)
+    if not args.skip_direct:
+        direct = result["precompute"]["extrapolated_full_5v5_minutes"]
+        result["speedup_full_table"] = direct / result["precompute_factored"]["extrapolated_full_5v5_minutes"]
+    result["load_average_at_end"] = list(os.getloadavg())
     if not args.skip_advise:
         result["advise"] = time_advise()
     if args.json:

@@ -68,6 +68,11 @@ def precompute(
         int | None, typer.Option("--limit", help="Stop after the chunks holding the first LIMIT lineups.")
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the lane assignments.")] = 0,
+    method: Annotated[
+        str,
+        typer.Option("--method", help="factored (lineup-independent work once per team; checked against direct on "
+                     "sample lineups) or direct (the whole network per lineup). Same values."),
+    ] = "factored",
     as_json: JsonOpt = False,
 ) -> None:
     """Rate every lineup by the model's first-frame P(team 0 wins) into a Zarr table (1v1: 272, 5v5: 4,900,896)."""
@@ -79,7 +84,7 @@ def precompute(
     with _progress("rating lineups") as bar:
         task = bar.add_task("lineups", total=None)
         report = run_precompute(
-            m, out, chunk=chunk, batch=batch, lane_samples=lane_samples, limit=limit, seed=seed,
+            m, out, chunk=chunk, batch=batch, lane_samples=lane_samples, limit=limit, seed=seed, method=method,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
         )  # fmt: skip
     d = {**report.__dict__, "game": m.game_name, "model": m.spec, "model_version": m.version,
@@ -90,7 +95,7 @@ def precompute(
     state = "complete" if report.complete else "incomplete (rerun to finish)"
     out_console.print(
         f"{out}: {report.lineups} lineups of {m.game_name}, {report.chunks_computed} chunk(s) computed, "
-        f"{report.chunks_skipped} already done; {state}; {report.seconds:.1f} s",
+        f"{report.chunks_skipped} already done; {state}; {report.seconds:.1f} s ({report.method})",
         highlight=False,
     )
 

@@ -19,6 +19,7 @@ import numpy as np
 import zarr
 
 from fivectl import __version__
+from fivectl.draft.factored import FactoredFirstFrame, factorable
 from fivectl.draft.lineups import LineupSpace
 from fivectl.draft.model import DraftModel, FirstFrame
 from fivectl.errors import BadInput
@@ -110,6 +111,7 @@ class PrecomputeReport:
     chunks_computed: int
     complete: bool
     seconds: float
+    method: str  # "factored" or "direct" (see make_rater)
 
 
 def precompute(
@@ -121,11 +123,12 @@ def precompute(
     limit: int | None = None,
     seed: int = 0,
     progress: Callable[[int, int], None] | None = None,
+    method: str = "factored",
 ) -> PrecomputeReport:
     """Rate every lineup of the model's game into ``out`` (resuming a table of the same model and game).
 
     ``limit`` stops after the chunks covering the first ``limit`` lineups (benchmarks); ``progress(done, total)``
-    counts lineups, including the chunks a previous run finished.
+    counts lineups, including the chunks a previous run finished. ``method``: see :func:`make_rater`.
     """
     import time
 
@@ -134,7 +137,7 @@ def precompute(
     if chunk < 1 or batch < 1:
         raise BadInput(f"--chunk and --batch must be >= 1, got {chunk} and {batch}")
     space = LineupSpace(resolve_pool(model.game), model.team_size)
-    rater = FirstFrame(model, min(batch, chunk, space.size), seed, lane_samples)
+    rater, method = make_rater(model, space, min(batch, chunk, space.size), seed, lane_samples, method)
     attrs = table_attrs(model, space, chunk, rater.lane_samples)
     n_chunks = math.ceil(space.size / chunk)
     values, done = _open_or_create(Path(out), attrs, space.size, chunk, n_chunks)
@@ -163,8 +166,29 @@ def precompute(
 
         store_search_caches(open_table(out))
     return PrecomputeReport(
-        str(out), space.size, n_chunks, skipped, computed, complete, time.perf_counter() - started
+        str(out), space.size, n_chunks, skipped, computed, complete, time.perf_counter() - started, method
     )
+
+
+METHODS = ("factored", "direct")
+
+
+def make_rater(model: DraftModel, space: LineupSpace, batch: int, seed: int, lane_samples: int, method: str):
+    """(rater, method used). ``direct``: :class:`FirstFrame`, the whole network on both teams' observations.
+    ``factored``: :class:`fivectl.draft.factored.FactoredFirstFrame`, the same numbers with the lineup-independent
+    work done once per team; it is first compared with the direct path on sample lineups spread over the table,
+    and the direct path is used if the schema does not allow it or the two differ."""
+    if method not in METHODS:
+        raise BadInput(f"--method: factored or direct, got {method!r}")
+    if method == "direct" or not factorable(model):
+        return FirstFrame(model, batch, seed, lane_samples), "direct"
+    rater = FactoredFirstFrame(model, space, batch, seed, lane_samples)
+    sample = np.linspace(0, space.size - 1, min(batch, 32)).astype(np.int64)
+    try:
+        rater.check(np.concatenate([space.lineups(int(i), int(i) + 1) for i in sample]))
+    except BadInput:
+        return rater.direct, "direct"
+    return rater, "factored"
 
 
 def _open_or_create(path: Path, attrs: dict, size: int, chunk: int, n_chunks: int):

@@ -38,6 +38,19 @@ def test_precompute_writes_a_complete_table_and_a_rerun_skips_it(tmp_path, run1v
     assert not (tmp_path / "x.zarr").exists()
 
 
+def test_precompute_methods_give_the_same_table_and_an_unknown_method_is_refused(tmp_path, run1v1, table):
+    out = tmp_path / "direct.zarr"
+    direct = runner.invoke(app, ["draft", "precompute", f"{run1v1.path}@3", "--out", str(out), "--chunk", "128",
+                                 "--method", "direct", "--json"])  # fmt: skip
+    assert direct.exit_code == 0, direct.output
+    assert json.loads(direct.stdout)["method"] == "direct"
+    assert abs(open_table(out).values - open_table(table).values).max() < 2e-6  # the fixture's table: factored
+    bad = runner.invoke(app, ["draft", "precompute", f"{run1v1.path}@3", "--out", str(tmp_path / "x.zarr"),
+                              "--method", "fast"])  # fmt: skip
+    assert bad.exit_code == 2 and bad.stderr.strip() == "error: --method: factored or direct, got 'fast'"
+    assert not (tmp_path / "x.zarr").exists()
+
+
 def test_advise_one_shot_json_and_bad_names(table):
     result = runner.invoke(app, ["draft", "advise", str(table), "--picks", "Kestrel |", "--json"])
     assert result.exit_code == 0, result.output

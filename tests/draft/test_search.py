@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fivectl.draft.lineups import LineupSpace
-from fivectl.draft.search import Drafter, DraftState, parse_order, turn_teams
+from fivectl.draft.search import Drafter, DraftState, fill_memo, parse_order, solve, turn_teams
 from fivectl.draft.table import DraftTable
 from fivectl.errors import BadInput
 from fivectl.sim import data as D
@@ -44,17 +44,17 @@ def test_minimax_on_a_three_hero_table():
     assert (banned.pick, banned.win_prob) == (D.HERO_NAMES[2], pytest.approx(0.4))
 
 
-def brute_force(value_of, pool, turns, teams, me, mode) -> float:
+def brute_force(value_of, pool, turns, teams, me, mode, bans=()) -> float:
     """Plain recursion over every pick sequence (no memo, no ranks)."""
     t = len(teams[0]) + len(teams[1])
     if t == len(turns):
         return value_of(teams)
     team = turns[t]
-    free = [h for h in pool if h not in teams[0] and h not in teams[1]]
+    free = [h for h in pool if h not in teams[0] and h not in teams[1] and h not in bans]
     children = []
     for h in free:
         nxt = (teams[0] + [h], teams[1]) if team == 0 else (teams[0], teams[1] + [h])
-        children.append(brute_force(value_of, pool, turns, nxt, me, mode))
+        children.append(brute_force(value_of, pool, turns, nxt, me, mode, bans))
     if mode == "expectimax" and team != me:
         return float(np.mean(children))
     return max(children) if team == 0 else min(children)
@@ -87,6 +87,59 @@ def test_search_equals_brute_force_on_a_random_2v2_table(mode, order, first):
         assert want[advice.pick] == pytest.approx(advice.win_prob, abs=1e-6)
         for hero, v in advice.alternatives:
             assert want[hero] == pytest.approx(v, abs=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["minimax", "expectimax"])
+@pytest.mark.parametrize(("order", "first", "bans"), [("1-2-2-1", 0, []), ("1-2-2-1", 1, [2, 9]), ("3-3", 0, [5])])
+def test_early_queries_solved_bottom_up_equal_brute_force_with_bans(mode, order, first, bans):
+    """A 3v3 draft over 9 heroes: the first two queries fill the whole memo of the ban set bottom-up
+    (fill_memo), the later ones search top-down from it; every answer equals plain recursion."""
+    pool = [0, 2, 4, 5, 7, 9, 11, 13, 16]
+    space = LineupSpace(pool, 3)
+    table = hand_table(pool, 3, np.random.default_rng(3).random(space.size))
+
+    def value_of(teams):
+        return float(table.values[space.index(np.array([[sorted(teams[0]), sorted(teams[1])]]))[0]])
+
+    groups = parse_order(order, 3)
+    turns = turn_teams(groups, first).tolist()
+    drafter = Drafter(table, groups, first, mode)
+    free = [h for h in pool if h not in bans]
+    picks = free[1:6:2] + free[:1]  # a draft played out pick by pick
+    for made in range(len(picks) + 1):
+        teams = ([], [])
+        for hero, team in zip(picks[:made], turns, strict=False):
+            teams[team].append(hero)
+        advice = drafter.advise(DraftState(teams, list(bans)))
+        me = turns[made]
+        want = {}
+        for h in [p for p in free if p not in picks[:made]]:
+            nxt = (teams[0] + [h], teams[1]) if me == 0 else (teams[0], teams[1] + [h])
+            v = brute_force(value_of, pool, turns, nxt, me, mode, bans)
+            want[D.HERO_NAMES[h]] = v if me == 0 else 1 - v
+        assert advice.win_prob == pytest.approx(max(want.values()), abs=1e-6)
+        assert want[advice.pick] == pytest.approx(advice.win_prob, abs=1e-6)
+        assert dict(advice.alternatives) == pytest.approx({h: want[h] for h, _ in advice.alternatives}, abs=1e-6)
+    # one memo for the ban set (per advised side in expectimax), solved once and reused by every query
+    assert len(drafter._memos) == (1 if mode == "minimax" else 2)
+
+
+def test_bottom_up_fill_equals_the_top_down_search_state_by_state():
+    pool = list(range(10))
+    space = LineupSpace(pool, 3)
+    table = hand_table(pool, 3, np.random.default_rng(4).random(space.size))
+    drafter = Drafter(table, parse_order("1-2-2-1", 3))
+    args = (drafter.turns, 0, 0, space.n, space.binom, table.values)
+    for bans in (0, 1 << 4 | 1 << 7):
+        filled, offsets = drafter._memo_layout(0)
+        fill_memo(0, bans, *args, filled, offsets)
+        searched, _ = drafter._memo_layout(0)
+        ints, floats = np.empty((2, 6, 10), dtype=np.int64), np.empty((6, 10))
+        solve(0, 0, 0, bans, 0, drafter.turns, 0, 0, space.n, space.binom, table.values, searched, offsets, ints, floats)
+        reached = ~np.isnan(searched)
+        assert reached.sum() > 1000
+        np.testing.assert_array_equal(np.isnan(filled), ~reached)  # the same states: those without a ban
+        np.testing.assert_array_equal(filled[reached], searched[reached])
 
 
 @pytest.mark.parametrize(
