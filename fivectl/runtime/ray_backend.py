@@ -296,7 +296,12 @@ class RaySource:
             return
         worker = self.workers[delivered.worker_id]
         if worker.generation == delivered.generation and not worker.failure:
+            if not self._has_pending(delivered.worker_id):
+                worker.last_progress = time.time()  # it was idle, waiting for the learner: the clock starts now
             self.pending[worker.actor.fill.remote()] = (delivered.worker_id, delivered.generation)
+
+    def _has_pending(self, w: int) -> bool:
+        return any(owner[0] == w for owner in self.pending.values())
 
     def check_health(self) -> list[WorkerEvent]:
         """Replace dead actors, and kill and replace hung ones (no fragment within the heartbeat timeout)."""
@@ -307,7 +312,7 @@ class RaySource:
             limit = self.heartbeat_timeout_s if slot.ready else self.startup_timeout_s
             if slot.failure:
                 events.append(WorkerEvent(w, "died", slot.failure))
-            elif now - slot.last_progress > limit:
+            elif now - slot.last_progress > limit and self._has_pending(w):  # idle while the learner holds all
                 events.append(WorkerEvent(w, "hung", f"no fragment for {now - slot.last_progress:.0f}s"))
             else:
                 continue
