@@ -185,7 +185,7 @@ class RaySource:
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self.startup_timeout_s = startup_timeout_s
         self.run_dir = str(run_dir) if run_dir is not None else None
-        self.namespace = run_namespace(run_dir)
+        self.namespace = run_namespace(run_dir, os.getpid())
         self.specs = recipe_fragment_specs(recipe, schema)
         self.actor_class = self.ray.remote(num_cpus=1, concurrency_groups={CONTROL_GROUP: 1})(RolloutActor)
         self.pushed_version = -1
@@ -205,8 +205,8 @@ class RaySource:
 
     def _start(self, w: int, generation: int) -> ActorSlot:
         seed = worker_seed(self.seed, w, generation, max(self.params.version, 0))
-        # Named per run and generation, so that an operator (or a test) can find a worker: ray.get_actor(
-        # actor_name(w, generation), namespace=run_namespace(run_dir)).
+        # Named per session and generation, so that an operator (or a test) can find a worker: ray.get_actor(
+        # actor_name(w, generation), namespace=run_namespace(run_dir, trainer_pid)).
         actor = self.actor_class.options(
             name=actor_name(w, generation), namespace=self.namespace, max_restarts=0
         ).remote(
@@ -350,9 +350,10 @@ class RaySource:
         self.params_ref = []
 
 
-def run_namespace(run_dir: Path | str | None) -> str:
-    """The Ray namespace of a run's worker actors: two runs on one cluster never share actor names."""
-    return "fivectl:" + (str(Path(run_dir).resolve()) if run_dir is not None else f"pid{os.getpid()}")
+def run_namespace(run_dir: Path | str | None, trainer_pid: int) -> str:
+    """The Ray namespace of one training session's worker actors: two runs on a cluster, or a resumed session
+    and the actors of the killed one that Ray has not yet cleaned up, never share actor names."""
+    return f"fivectl:{Path(run_dir).resolve() if run_dir is not None else ''}:{trainer_pid}"
 
 
 def actor_name(worker_id: int, generation: int) -> str:

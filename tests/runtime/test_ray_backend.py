@@ -69,13 +69,13 @@ def start_ray_training(recipe, run, address, stderr_path, *extra):
         )  # fmt: skip
 
 
-def get_actor(run, worker: int, generation: int, timeout: float = 60.0):
+def get_actor(run, trainer_pid: int, worker: int, generation: int, timeout: float = 60.0):
     import ray
 
     deadline = time.time() + timeout
     while True:
         try:
-            return ray.get_actor(actor_name(worker, generation), namespace=run_namespace(run))
+            return ray.get_actor(actor_name(worker, generation), namespace=run_namespace(run, trainer_pid))
         except ValueError:
             if time.time() > deadline:
                 raise
@@ -90,10 +90,10 @@ def test_ray_workers_train_are_replaced_when_killed_and_the_run_resumes(ray_clus
     proc = start_ray_training(tiny_recipe, run, ray_cluster.address, log, "--workers", "2", "--max-minutes", "3")
     try:
         wait_for_checkpoint(run, 2, proc)
-        first = get_actor(run, 0, 0)
+        first = get_actor(run, proc.pid, 0, 0)
         killed_at = CheckpointStore(run / "checkpoints.zarr").latest()
         ray.kill(first, no_restart=True)
-        replacement = get_actor(run, 0, 1)  # the learner has started generation 1 of worker 0
+        replacement = get_actor(run, proc.pid, 0, 1)  # the learner has started generation 1 of worker 0
         wait_for_checkpoint(run, killed_at + 4, proc)  # and training goes on
         assert ray.get(replacement.__ray_ready__.remote(), timeout=30)  # alive, not a leftover name
     finally:
