@@ -16,7 +16,7 @@ $(BIN)/python:
 # torch first: any other torch request would pull a multi-GB CUDA build.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check $(TORCH)
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev,ray]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -7,7 +7,9 @@ The baseline is ``--workers 0``: one process that alternates rollout and learnin
 Reports samples/s (agent-steps trained on per second, after start-up) and where the time goes.
 ``--learners N`` (N > 1) adds a third run in the same invocation: the actor-learner with N data-parallel
 learners (``fivectl train --learners N``; each learner takes batch_windows windows, so its batch is N times
-larger).
+larger). ``--backend ray`` adds a run with the rollout workers as Ray actors (``fivectl train --backend ray``,
+on a Ray instance started for the run, or the cluster at ``--ray-address``): on one machine, its samples/s
+against the local run's is Ray's overhead. ``--no-baseline`` skips the synchronous run (quick checks).
 """
 
 from __future__ import annotations
@@ -76,24 +78,36 @@ def main() -> None:
     parser.add_argument("--recipe", type=Path, default=REPO / "recipes" / "quickstart.toml")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--learners", type=int, default=1, help="also run with this many learners (> 1)")
+    parser.add_argument(
+        "--backend", choices=("local", "ray"), default="local", help="ray: also run with Ray actors as workers"
+    )
+    parser.add_argument("--ray-address", default="", help="Ray cluster for --backend ray (default: start one)")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the synchronous single-process run")
     parser.add_argument("--set", action="append", default=[], dest="overrides")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     extra = [x for o in args.overrides for x in ("--set", o)]
     with tempfile.TemporaryDirectory() as tmp:
         actor_learner = run_training(args.recipe, args.workers, args.minutes, Path(tmp) / "async", extra)
-        baseline = run_training(args.recipe, 0, args.minutes, Path(tmp) / "sync", extra)
+        baseline = (
+            None if args.no_baseline else run_training(args.recipe, 0, args.minutes, Path(tmp) / "sync", extra)
+        )
         several = (
             run_training(args.recipe, args.workers, args.minutes, Path(tmp) / "dp", extra, args.learners)
             if args.learners > 1
             else None
         )
-    result = {
-        "recipe": str(args.recipe),
-        "actor_learner": actor_learner,
-        "synchronous_baseline": baseline,
-        "speedup": actor_learner["samples_per_s"] / max(baseline["samples_per_s"], 1e-9),
-    }
+        on_ray = None
+        if args.backend == "ray":
+            ray_args = ["--backend", "ray"] + (["--ray-address", args.ray_address] if args.ray_address else [])
+            on_ray = run_training(args.recipe, args.workers, args.minutes, Path(tmp) / "ray", extra + ray_args)
+    result = {"recipe": str(args.recipe), "actor_learner": actor_learner}
+    if baseline is not None:
+        result["synchronous_baseline"] = baseline
+        result["speedup"] = actor_learner["samples_per_s"] / max(baseline["samples_per_s"], 1e-9)
+    if on_ray is not None:
+        result["ray_backend"] = on_ray
+        result["ray_vs_local"] = on_ray["samples_per_s"] / max(actor_learner["samples_per_s"], 1e-9)
     if several is not None:
         result["several_learners"] = several
         result["several_learners_vs_one"] = several["samples_per_s"] / max(actor_learner["samples_per_s"], 1e-9)
@@ -101,12 +115,18 @@ def main() -> None:
         print(json.dumps(result, indent=2))
     else:
         print(f"actor-learner ({args.workers} workers): {actor_learner['samples_per_s']:,.0f} samples/s")
-        print(f"synchronous baseline:       {baseline['samples_per_s']:,.0f} samples/s")
-        print(f"speedup: {result['speedup']:.2f}x")
+        if baseline is not None:
+            print(f"synchronous baseline:       {baseline['samples_per_s']:,.0f} samples/s")
+            print(f"speedup: {result['speedup']:.2f}x")
         if several is not None:
             print(
                 f"actor-learner, {args.learners} learners: {several['samples_per_s']:,.0f} samples/s "
                 f"({result['several_learners_vs_one']:.2f}x one learner)"
+            )
+        if on_ray is not None:
+            print(
+                f"actor-learner, Ray actors as workers: {on_ray['samples_per_s']:,.0f} samples/s "
+                f"({result['ray_vs_local']:.2f}x local workers)"
             )
 
 

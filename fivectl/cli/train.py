@@ -31,6 +31,18 @@ def train(
         int | None,
         typer.Option("--learners", help="Data-parallel learners (torch.distributed): one per GPU or core."),
     ] = None,
+    backend: Annotated[
+        str | None,
+        typer.Option(
+            "--backend", help="Rollout workers: local processes, or ray actors (fivectl[ray] extra)."
+        ),
+    ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address", help="Ray cluster head host:port for --backend ray (default: start one)."
+        ),
+    ] = None,
     max_minutes: Annotated[
         float | None, typer.Option("--max-minutes", help="Stop after M wall-clock minutes.")
     ] = None,
@@ -52,6 +64,8 @@ def train(
         ("workers", workers),
         ("device", device),
         ("learners", learners),
+        ("backend", backend),
+        ("ray_address", ray_address),
         ("max_minutes", max_minutes),
         ("max_samples", max_samples),
     ):
@@ -59,6 +73,10 @@ def train(
             overrides.append(f"train.{key}={value!r}" if isinstance(value, str) else f"train.{key}={value}")
     if device is not None and device not in ("auto", "cpu", "cuda"):
         raise BadInput(f"--device: must be auto, cpu or cuda, got {device!r}")
+    if backend is not None and backend not in ("local", "ray"):
+        raise BadInput(f"--backend: must be local or ray, got {backend!r}")
+    if ray_address is not None and (backend or "ray") != "ray":
+        raise BadInput("--ray-address: only with --backend ray")
     if run is None:
         if resume:
             raise BadInput("--resume needs --run DIR (the run to continue)")

@@ -32,6 +32,17 @@ class TrainConfig:
     workers: int = param(
         2, "Rollout worker processes; 0 runs everything in one process (serial debug mode).", ge=0
     )
+    backend: str = param(
+        "local",
+        "Where rollout workers run: local (processes on this machine, shared memory) or ray (Ray actors on any "
+        "node of a Ray cluster; needs the fivectl[ray] extra). The learner stays in this process either way.",
+        choices=("local", "ray"),
+    )
+    ray_address: str = param(
+        "",
+        "Ray cluster to join with backend ray: host:port of its head (or auto, or ray://host:port); empty "
+        "starts a Ray instance on this machine for the run.",
+    )
     games_per_worker: int = param(16, "Games each rollout worker steps as one batch.", ge=1)
     game_phases: int = param(
         8,

@@ -148,12 +148,12 @@ class FragmentSlots:
         return self._shm.name if self._shm else None
 
     def _views(self, slot: int) -> dict[str, np.ndarray]:
+        return slot_views(self.specs, self.raw(slot), self.offsets)
+
+    def raw(self, slot: int) -> np.ndarray:
+        """The bytes of one slot (uint8): how a fragment or a parameter version travels as one array."""
         start = slot * self.slot_bytes
-        views = {}
-        for s in self.specs:
-            off = start + self.offsets[s.key]
-            views[s.key] = self._base[off : off + s.nbytes].view(s.dtype).reshape(s.shape)
-        return views
+        return self._base[start : start + self.slot_bytes]
 
     def close(self, unlink: bool = False) -> None:
         """Drop this object's views, then unmap (and, for the creator, unlink) the block. Views held elsewhere
@@ -175,6 +175,16 @@ class FragmentSlots:
                 except FileNotFoundError:
                     pass
             self._shm = None
+
+
+def slot_views(
+    specs: list[ArraySpec], raw: np.ndarray, offsets: dict[str, int] | None = None
+) -> dict[str, np.ndarray]:
+    """The arrays of one slot over its bytes ``raw`` (a shared-memory slot, or a fragment received whole)."""
+    offsets = offsets if offsets is not None else slot_layout(specs)[0]
+    return {
+        s.key: raw[offsets[s.key] : offsets[s.key] + s.nbytes].view(s.dtype).reshape(s.shape) for s in specs
+    }
 
 
 def copy_fragment(views: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -76,7 +76,6 @@ class SerialSource:
 
     def get(self, timeout: float = 0.0) -> tuple[int, dict[str, np.ndarray]]:
         stats = self.worker.fill(self.slots.slots[0])
-        self.slots.slots[0]["header"][1] = 0
         self.sim_s += stats.seconds_sim
         self.infer_s += stats.seconds_infer
         return 0, self.slots.slots[0]

@@ -38,6 +38,7 @@ from fivectl.runtime.learner_metrics import BufferedMetrics, IterationTimes, gam
 from fivectl.runtime.live import LiveView
 from fivectl.runtime.opponents import LATEST
 from fivectl.runtime.params import ParameterStore
+from fivectl.runtime.ray_backend import RaySource
 from fivectl.runtime.run_setup import (
     TrainOptions,
     check_recipe_for_training,
@@ -117,7 +118,18 @@ class Trainer:
         wanted = self.train_cfg.batch_windows * self.train_cfg.minibatches * self.train_cfg.learners
         return max(1, math.ceil(wanted / windows_per_fragment))
 
-    def open_fragment_source(self, params: ParameterStore) -> ProcessSource | SerialSource:
+    def open_fragment_source(self, params: ParameterStore) -> ProcessSource | SerialSource | RaySource:
+        if self.train_cfg.backend == "ray":
+            return RaySource(
+                self.recipe,
+                self.schema,
+                params,
+                self.train_cfg.seed,
+                self.n_workers,
+                slots_per_worker=self.train_cfg.slots_per_worker,
+                heartbeat_timeout_s=self.opts.heartbeat_timeout_s,
+                run_dir=self.run.path,
+            )
         if self.n_workers > 0:
             return ProcessSource(
                 self.recipe,
@@ -145,12 +157,15 @@ class Trainer:
             self.save_checkpoint()  # version 0: a run always has a checkpoint to resume or evaluate
         if self.train_cfg.learners > 1:
             # every rank starts from the checkpoint just restored or written
-            self.learners = LearnerGroup(self.recipe, self.run.path, self.checkpoints.last_version, self.device)
+            self.learners = LearnerGroup(
+                self.recipe, self.run.path, self.checkpoints.last_version, self.device
+            )
             self.state.learner.data_parallel = self.learners.data_parallel
         warm_up_game(self.recipe, self.schema)
         model = self.state.model
-        params = ParameterStore.for_model(
-            model.cpu() if self.device.type != "cpu" else model, self.n_workers > 0
+        params = ParameterStore.for_model(  # shared memory for local worker processes only
+            model.cpu() if self.device.type != "cpu" else model,
+            self.n_workers > 0 and self.train_cfg.backend == "local",
         )
         model.to(self.device)
         self.publish(params)

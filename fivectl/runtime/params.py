@@ -113,6 +113,15 @@ class ParameterStore:
                 raise TimeoutError("parameter store stayed inconsistent (is the learner stuck mid-publish?)")
             time.sleep(0.0005)
 
+    def snapshot(self) -> np.ndarray:
+        """A copy of the whole store (parameters, version, schedules, pool) as one byte array, for a transport
+        that cannot share memory (Ray's object store). Taken in the learner's process, between publishes."""
+        return self._slots.raw(0).copy()
+
+    def load_snapshot(self, raw: np.ndarray) -> None:
+        """Make this (local) store hold a ``snapshot()`` of another; readers pick its version up as usual."""
+        self._slots.raw(0)[:] = raw
+
     def close(self, unlink: bool = False) -> None:
         self.views = {}
         self._slots.close(unlink=unlink)

@@ -13,6 +13,7 @@ from fivectl.config import Recipe, load_recipe
 from fivectl.errors import BadInput, ConfigError
 from fivectl.runtime.distributed import check_learners
 from fivectl.runtime.evaluation_hook import EvaluationHook
+from fivectl.runtime.ray_backend import check_ray_backend
 from fivectl.schema import load_schema
 from fivectl.store.rundir import RunDir
 
@@ -57,6 +58,7 @@ def open_or_create_run(opts: TrainOptions) -> tuple[RunDir, Recipe]:
                         f"{opts.recipe_path}: its [{section}] differs from the run's ({run.recipe_path}); "
                         "a running experiment changes through `fivectl surgery` / `fivectl anneal`"
                     )
+        check_ray_backend(recipe)
         return run, recipe  # overrides (budgets, workers, ...) apply to this session only
     if opts.recipe_path is None:
         raise BadInput("give a RECIPE to start a run")
@@ -64,6 +66,7 @@ def open_or_create_run(opts: TrainOptions) -> tuple[RunDir, Recipe]:
     check_recipe_for_training(recipe)
     check_learners(recipe.train.learners, resolve_device(recipe.train.device))
     load_schema(recipe.model.schema_version)
+    check_ray_backend(recipe)
     return RunDir.create(opts.run_dir, recipe, recipe_source=str(opts.recipe_path)), recipe
 
 

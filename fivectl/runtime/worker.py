@@ -97,9 +97,11 @@ class RolloutWorker:
         params: ParameterStore,
         seed: int,
         run_dir: Path | None = None,
+        worker_id: int = 0,
     ):
         self.recipe = recipe
         self.params = params
+        self.worker_id = worker_id
         self.team_size = recipe.game.team_size
         self.games = recipe.train.games_per_worker
         self.agents = self.games * 2 * self.team_size
@@ -218,7 +220,7 @@ class RolloutWorker:
         views["last_networth_rank"][...] = tail.aux["networth_rank"].numpy()
         if self.objectives is not None:
             views["last_objectives"][...] = tail.aux["objectives"].numpy()
-        views["header"][:] = (self.version, 0, 0, 1)
+        views["header"][:] = (self.version, self.worker_id, 0, 1)
         if ctrl_row is not None:
             ctrl_row[CTRL_SIM_S] += t_sim
             ctrl_row[CTRL_INFER_S] += t_infer
@@ -265,6 +267,15 @@ class RolloutWorker:
             step.done = step.done | done
         assert step is not None
         return step
+
+
+def start_rollout_worker(
+    recipe: Recipe, schema: ObsSchema, params: ParameterStore, seed: int, run_dir: Path | None, worker_id: int
+) -> RolloutWorker:
+    """What every transport runs before its first fragment (a worker process, a Ray actor): compile or load the
+    game's kernels, then build the games and the policy."""
+    warm_up_game(recipe, schema)
+    return RolloutWorker(recipe, schema, params, seed, run_dir, worker_id)
 
 
 def outcome_of(winner: np.ndarray, done: np.ndarray, team_size: int) -> np.ndarray:
@@ -319,8 +330,8 @@ def worker_main(
         if os.getppid() != learner:
             return  # the learner died before its first publish: nothing will ever come
         time.sleep(0.01)
-    warm_up_game(recipe, schema)  # compile or load the game's kernels before the heartbeat clock starts
-    worker = RolloutWorker(recipe, schema, params, seed, Path(run_dir) if run_dir else None)
+    # compile or load the game's kernels before the heartbeat clock starts
+    worker = start_rollout_worker(recipe, schema, params, seed, Path(run_dir) if run_dir else None, worker_id)
     views = None
     row[CTRL_HEARTBEAT] = time.time()
     row[CTRL_READY] = 1.0
@@ -335,7 +346,6 @@ def worker_main(
             ctrl["slot_state"][slot] = SLOT_FILLING
             views = slots.slots[slot]
             worker.fill(views, row)
-            views["header"][1] = worker_id
             ctrl["slot_state"][slot] = SLOT_FULL
             full_conn.send_bytes(encode_slot(slot))
     except (EOFError, BrokenPipeError):
