@@ -532,7 +532,7 @@ def global_feature(code, sub, S, L, P, g, h):
     if code == 200:
         return S.gi[g, ST.GI_TICK] / P.fps
     if code == 201:
-        wt = int(D.WAVE_INTERVAL_S * P.fps)
+        wt = S.gi[g, ST.GI_WAVE_TICKS]  # the game's own wave interval (a change may shorten it)
         return (wt - S.gi[g, ST.GI_TICK] % wt) / P.fps
     if code == 202:
         return S.gi[g, ST.GI_KILLS_T + team if sub == 0 else 1 - team]
@@ -615,7 +615,7 @@ def item_feature(code, S, L, P, g, h, k):
     if code == 502:
         return S.hf[g, ST.HF_ITEM_CD + k, h] / P.fps
     if code == 503:
-        if k >= D.N_ACTIVE_SLOTS:
+        if C.ITEMS[it, D.IT_ACTIVE] == D.IA_NONE:  # stat items (the change item has an active, slot 3)
             return 0.0
         ok, tt, rule, rng = C.primary_info(S, g, h, C.ACT_ITEM, k)
         return 1.0 if ok else 0.0

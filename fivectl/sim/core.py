@@ -283,7 +283,9 @@ def scripted_purchases(S, g, h, rew):
         return
     if S.hf[g, ST.HF_GOLD, h] < ITEMS[item, D.IT_COST]:
         return
-    if ITEMS[item, D.IT_ACTIVE] != D.IA_NONE:
+    if item == D.NEW_ITEM:
+        slot = D.NEW_ITEM_SLOT
+    elif ITEMS[item, D.IT_ACTIVE] != D.IA_NONE:
         slot = 2
     else:
         slot = -1
@@ -292,8 +294,8 @@ def scripted_purchases(S, g, h, rew):
                 slot = k
                 break
         if slot < 0:  # full: replace the cheapest stat item if the new one is better
-            cheapest = D.N_ACTIVE_SLOTS
-            for k in range(D.N_ACTIVE_SLOTS, D.N_ITEM_SLOTS):
+            cheapest = D.N_ACTIVE_SLOTS + (S.hi[g, ST.HI_ITEM_ID + D.NEW_ITEM_SLOT, h] == D.NEW_ITEM)
+            for k in range(cheapest, D.N_ITEM_SLOTS):  # the change item (D.NEW_ITEM_SLOT) is never sold
                 if (
                     ITEMS[S.hi[g, ST.HI_ITEM_ID + k, h], D.IT_COST]
                     < ITEMS[S.hi[g, ST.HI_ITEM_ID + cheapest, h], D.IT_COST]
@@ -611,7 +613,7 @@ def spawn_boss(S, L, g):
 def spawn_wave(S, L, P, g):
     """One wave per lane per team: 3 melee + 1 ranged, stronger over time (+1.5% per wave) and as super
     creeps (x1.5) when the enemy's barracks of that lane has fallen."""
-    wave = S.gi[g, ST.GI_TICK] // int(D.WAVE_INTERVAL_S * P.fps)
+    wave = S.gi[g, ST.GI_TICK] // S.gi[g, ST.GI_WAVE_TICKS]
     scale = 1.0 + 0.015 * wave
     for li in range(L.n_lanes):
         base = L.creep_start + li * D.CREEP_SLOTS_PER_LANE
@@ -673,6 +675,25 @@ def spawn_hero(S, L, P, g, h):
 
 
 @njit(cache=True, _nrt=False)
+def draw_variant(S, P, g):
+    """Whether the game starting in slot g runs the environment change (``MobaEnv.set_change``), and its rules.
+
+    Drawn first, from the game's own stream, so it depends on the game's start state, the change and the
+    fraction only (replays and ``start_rng`` re-create it); with a fraction of 0 nothing is drawn and the game
+    is exactly the unchanged one."""
+    fraction = P.change[ST.CK_FRACTION]
+    variant = 0
+    if fraction > 0.0:
+        variant = 1 if rand01(S, g) < fraction else 0
+    S.gi[g, ST.GI_VARIANT] = variant
+    wave_s = P.change[ST.CK_WAVE_S] if variant else D.WAVE_INTERVAL_S
+    S.gi[g, ST.GI_WAVE_TICKS] = int(wave_s * P.fps)
+    S.gi[g, ST.GI_MIRROR_MOVES] = variant * int(P.change[ST.CK_MIRROR_MOVES])
+    S.gi[g, ST.GI_NEW_ITEM] = variant * int(P.change[ST.CK_NEW_ITEM])
+    S.gi[g, ST.GI_NEW_HERO] = variant * int(P.change[ST.CK_NEW_HERO])
+
+
+@njit(cache=True, _nrt=False)
 def reset_game(S, L, P, g):
     U = L.n_units
     H = L.n_heroes
@@ -685,6 +706,7 @@ def reset_game(S, L, P, g):
     S.gi[g, ST.GI_TICK] = 0
     S.gi[g, ST.GI_WINNER] = -1
     S.gi[g, ST.GI_DONE] = 0
+    draw_variant(S, P, g)
     for t in range(2):
         S.gi[g, ST.GI_KILLS_T + t] = 0
         S.gi[g, ST.GI_TOWERS_DESTROYED + t] = 0
@@ -781,6 +803,8 @@ def reset_game(S, L, P, g):
             s1 = STAT_CHOICES[0]
             s2 = STAT_CHOICES[1 + hid % 3]
             s3 = STAT_CHOICES[4 + hid % 3]
+        if S.gi[g, ST.GI_NEW_ITEM]:  # the change item is bought first (it takes the first stat item's place)
+            s1 = D.NEW_ITEM
         S.hi[g, ST.HI_ITEM_PLAN + 0, h] = s1
         S.hi[g, ST.HI_ITEM_PLAN + 1, h] = active
         S.hi[g, ST.HI_ITEM_PLAN + 2, h] = s2
@@ -848,6 +872,8 @@ def item_target(S, g, h, slot):
         return TT_UNIT, R_ENEMY_SPELL, ITEMS[it, D.IT_RANGE]
     if kind == D.IA_BLINK:
         return TT_POINT, R_NONE, ITEMS[it, D.IT_VAL]
+    if kind == D.IA_STUN:
+        return TT_UNIT, R_ENEMY_SPELL, ITEMS[it, D.IT_RANGE]
     return TT_NONE, R_NONE, 0.0
 
 
@@ -1002,6 +1028,8 @@ def execute_action(S, L, P, g, h, kind, slot, tslot, offset, rew):
     if kind == ACT_NOOP:
         return True
     if kind == ACT_MOVE:
+        if S.gi[g, ST.GI_MIRROR_MOVES]:  # the "canary-mirror" change: the 9x9 grid reflected through the hero
+            offset = 80 - offset
         px, py = offset_point(S, g, h, offset, 0.0)
         S.hi[g, ST.HI_ORD_TYPE, h] = 1
         S.hf[g, ST.HF_ORD_X, h] = px
@@ -1056,6 +1084,8 @@ def execute_action(S, L, P, g, h, kind, slot, tslot, offset, rew):
         cast_effect(S, L, P, g, h, D.AK_NUKE, ITEMS[it, D.IT_VAL], 0.0, 0.0, 0.0, u, 0.0, 0.0, rew)
     elif ia == D.IA_BLINK:
         cast_effect(S, L, P, g, h, D.AK_BLINK, 0.0, 0.0, 0.0, 0.0, -1, px, py, rew)
+    elif ia == D.IA_STUN:
+        cast_effect(S, L, P, g, h, D.AK_STUN, ITEMS[it, D.IT_VAL], D.ITEM_STUN_S, 0.0, 0.0, u, 0.0, 0.0, rew)
     if ITEMS[it, D.IT_CHARGES] > 0:
         S.hi[g, ST.HI_ITEM_CHG + slot, h] -= 1
         if S.hi[g, ST.HI_ITEM_CHG + slot, h] <= 0:
@@ -1184,7 +1214,7 @@ def update_hero_economy(S, L, P, g, h, rew):
     for k in range(4):
         if S.hf[g, ST.HF_ABIL_CD + k, h] > 0.0:
             S.hf[g, ST.HF_ABIL_CD + k, h] -= 1.0
-    for k in range(D.N_ACTIVE_SLOTS):
+    for k in range(D.N_ACTIVE_SLOTS + 1):  # + the change item's slot (D.NEW_ITEM_SLOT)
         if S.hf[g, ST.HF_ITEM_CD + k, h] > 0.0:
             S.hf[g, ST.HF_ITEM_CD + k, h] -= 1.0
     add_gold(S, g, h, D.PASSIVE_GOLD_PER_S / P.fps, rew)
@@ -1214,7 +1244,7 @@ def update_hero_economy(S, L, P, g, h, rew):
 @njit(cache=True, _nrt=False)
 def tick_world(S, L, P, g, rew):
     """Timers that are not per unit: waves, camp and boss respawns."""
-    wave_ticks = int(D.WAVE_INTERVAL_S * P.fps)
+    wave_ticks = S.gi[g, ST.GI_WAVE_TICKS]
     if S.gi[g, ST.GI_TICK] % wave_ticks == 0 and S.gi[g, ST.GI_TICK] > 0:
         spawn_wave(S, L, P, g)
     for c in range(L.n_camps):

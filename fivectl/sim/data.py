@@ -395,7 +395,7 @@ MAX_TEAM_SIZE = 5  # the largest game.team_size; per-team-slot observations (lin
     11
 )
 N_IT_COLS = 11
-IA_NONE, IA_HEAL, IA_MANA, IA_NUKE, IA_BLINK = 0, 1, 2, 3, 4
+IA_NONE, IA_HEAL, IA_MANA, IA_NUKE, IA_BLINK, IA_STUN = 0, 1, 2, 3, 4, 5
 # name, cost, +dmg, +armor, +hp, +mana, +speed, active kind, active value, cooldown s, cast range, charges
 _ITEMS = [
     ("empty", 0, 0, 0, 0, 0, 0, IA_NONE, 0, 0, 0, 0),
@@ -410,6 +410,8 @@ _ITEMS = [
     ("swift_boots", 500, 0, 0, 0, 0, 45, IA_NONE, 0, 0, 0, 0),
     ("claymore", 1400, 30, 0, 0, 0, 0, IA_NONE, 0, 0, 0, 0),
     ("plate_mail", 1400, 0, 10, 0, 0, 0, IA_NONE, 0, 0, 0, 0),
+    # Only in games of the "storm-maul" change (fivectl/sim/changes.py): active: stun ITEM_STUN_S + 100 damage
+    ("storm_maul", 2300, 10, 0, 0, 0, 0, IA_STUN, 100, 18, 600, 0),
 ]
 ITEM_NAMES = tuple(i[0] for i in _ITEMS)
 ITEM_ID = {n: i for i, n in enumerate(ITEM_NAMES)}
@@ -425,6 +427,11 @@ RESTORE_BELOW = 0.75
 N_ACTIVE_SLOTS = 3  # slots 0-2: salve, clarity, active item (the "item1..3" actions); 3-5: stat items
 ITEM_PLAN_LEN = 6
 ACTIVE_CHOICES = np.array([ITEM_ID["ember_wand"], ITEM_ID["phase_dagger"]], dtype=np.int32)
+# The change item (``changes.py``, "storm-maul") lives in slot NEW_ITEM_SLOT, the first stat slot, bought first;
+# only the "item4" primary action uses it (an added action: ``fivectl surgery add-action``).
+NEW_ITEM = ITEM_ID["storm_maul"]
+NEW_ITEM_SLOT = N_ACTIVE_SLOTS
+ITEM_STUN_S = 1.5
 STAT_CHOICES = np.array(
     [
         ITEM_ID[n]
@@ -504,6 +511,7 @@ TERRAIN_N = int(MAP_SIZE / TERRAIN_CELL)
 
 # ---- rules ----
 WAVE_INTERVAL_S = 30.0
+FAST_WAVE_INTERVAL_S = 20.0  # the "fast-waves" change (changes.py)
 WAVE_MELEE, WAVE_RANGED = 3, 1
 CREEP_SLOTS_PER_LANE = 40
 XP_RANGE = 1300.0

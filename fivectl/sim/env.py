@@ -16,8 +16,13 @@ arrays (``env.state``) that scripted bots read.
 
 The state of a game's final frame stays readable after the reset: ``env.final`` has the same named views as
 ``env.state``, and row ``g`` holds the last frame of the game that ended in slot ``g`` (replays record it).
-``env.start_rng[g]`` is the random state the game now in slot ``g`` started from: with the game config and its
-actions it re-creates the game exactly (``env.reset(start_rng=...)``).
+``env.start_rng[g]`` is the random state the game now in slot ``g`` started from: with the game config, the
+environment change and fraction set then (``set_change``) and its actions it re-creates the game exactly
+(``env.reset(start_rng=...)``).
+
+Environment changes (``changes.py``, ``fivectl anneal``): ``env.set_change(name, fraction)`` makes each game that
+starts from then on run the change with probability ``fraction``; ``env.variant[g]`` says whether the game now in
+slot g runs it, and ``info["variant"]`` of a step whether each stepped game did (the finished one where ``done``).
 """
 
 from __future__ import annotations
@@ -33,7 +38,15 @@ from fivectl.schema.spec import ObsSchema
 from fivectl.sim import core as C
 from fivectl.sim import data as D
 from fivectl.sim.components import REWARD_COMPONENTS
-from fivectl.sim.state import Params, alloc_state, build_layout, state_views
+from fivectl.sim.state import (
+    CK_FRACTION,
+    GI_VARIANT,
+    Params,
+    alloc_state,
+    build_layout,
+    no_change,
+    state_views,
+)
 
 # Schema primary-action names -> (internal action kind, ability/item slot). A new action in a schema version is
 # added here (and executed in core.execute_action).
@@ -48,6 +61,7 @@ PRIMARY_ACTIONS = {
     "item1": (C.ACT_ITEM, 0),
     "item2": (C.ACT_ITEM, 1),
     "item3": (C.ACT_ITEM, 2),
+    "item4": (C.ACT_ITEM, D.NEW_ITEM_SLOT),  # the change item (changes.py "storm-maul"; surgery add-action)
     "buyback": (C.ACT_BUYBACK, 0),
 }
 STAT_NAMES = C.STAT_NAMES
@@ -129,7 +143,9 @@ class MobaEnv:
             rand_items=bool(game_cfg.randomize_items),
             pool=resolve_pool(game_cfg),
             lineup=np.full((self.num_games, self.agents_per_game), -1, np.int32),
+            change=no_change(),
         )
+        self.change: str | None = None  # the environment change new games draw (set_change)
         self.act_kind = np.array([PRIMARY_ACTIONS[p][0] for p in schema.action.primary], dtype=np.int64)
         self.act_slot = np.array([PRIMARY_ACTIONS[p][1] for p in schema.action.primary], dtype=np.int64)
         self.encoder = Encoder(schema, self.act_kind, self.act_slot)
@@ -156,6 +172,37 @@ class MobaEnv:
         C.reset_all(self.core_state, self.layout, self.params)
         self._obs = self._encode()
         return self._obs
+
+    def set_change(self, name: str | None, fraction: float) -> None:
+        """From now on every game that starts (``reset``, ``restart``, the automatic reset after a game ends)
+        runs the environment change ``name`` (``changes.CHANGES``) with probability ``fraction``, drawn from that
+        game's own random stream (deterministic per seed, independent of the batch size); games in progress keep
+        their variant. ``None`` or a fraction of 0: the unchanged game, exactly. A change the schema cannot
+        express (its action or hero vocabulary missing) is BadInput naming the surgery it needs."""
+        from fivectl.sim.changes import get_change, missing_surgery
+
+        fraction = float(fraction)
+        if not 0.0 <= fraction <= 1.0:
+            raise BadInput(f"change fraction must be in [0, 1], got {fraction:g}")
+        if name is None:
+            self.params.change[:] = no_change()
+            self.change = None
+            return
+        change = get_change(name)
+        needed = missing_surgery(change, self.schema)
+        if needed is not None:
+            raise BadInput(f"change {name}: schema v{self.schema.version} lacks what it needs; first run: {needed}")
+        self.params.change[:] = change.params_change(fraction)
+        self.change = name
+
+    @property
+    def change_fraction(self) -> float:
+        return float(self.params.change[CK_FRACTION])
+
+    @property
+    def variant(self) -> np.ndarray:
+        """bool [G]: whether the game now in slot g runs the change (``set_change``)."""
+        return self.core_state.gi[:, GI_VARIANT].astype(np.bool_)
 
     def step(self, actions: np.ndarray):
         if self._obs is None:
@@ -189,10 +236,16 @@ class MobaEnv:
             game_time,
             stats,
         )
+        variant = self.variant  # of the games just stepped, the finished ones included (read before their reset)
         if done.any():
             self._keep_final_and_reset(done)
         self._obs = self._encode()
-        info = {"winner": winner, "game_time": game_time.astype(np.float32), "invalid_actions": invalid}
+        info = {
+            "winner": winner,
+            "game_time": game_time.astype(np.float32),
+            "invalid_actions": invalid,
+            "variant": variant,
+        }
         for i, name in enumerate(STAT_NAMES):
             info[name] = stats[:, i, :].copy()
         return self._obs, rew.astype(np.float32), done, info

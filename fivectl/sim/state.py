@@ -120,7 +120,9 @@ HERO_I32_SLOTS = {
 }
 GAME_F64 = ("boss_respawn_t", "boss_hp_mult")
 GAME_F64_SLOTS = {"camp_respawn_t": len(D.CAMPS)}
-GAME_I64 = ("tick", "winner", "done")
+# ``variant``: the game runs the environment change set by ``MobaEnv.set_change`` (drawn at its start); the rule
+# knobs after it are that game's rules, set at its start from the change (``changes.py``) or today's defaults.
+GAME_I64 = ("tick", "winner", "done", "variant", "wave_ticks", "mirror_moves", "new_item", "new_hero")
 GAME_I64_TEAMS = (
     "kills_t",
     "towers_destroyed",
@@ -233,8 +235,21 @@ Params = namedtuple(
         "rand_items",
         "pool",
         "lineup",  # int32 [G, H]: hero id per hero slot for the next game of each slot, -1 = drawn from the pool
+        "change",  # float64 [N_CK]: the environment change games draw at their start (CK_* below, changes.py)
     ),
 )
+
+# Columns of ``Params.change``: the fraction of new games that run the change, then the change's rule knobs
+# (used by the games that draw it). A fraction of 0 draws nothing: every game is exactly the unchanged game.
+CK_FRACTION, CK_WAVE_S, CK_MIRROR_MOVES, CK_NEW_ITEM, CK_NEW_HERO = range(5)
+N_CK = 5
+
+
+def no_change() -> np.ndarray:
+    """``Params.change`` of the unchanged game."""
+    change = np.zeros(N_CK, np.float64)
+    change[CK_WAVE_S] = D.WAVE_INTERVAL_S
+    return change
 
 
 def build_layout(team_size: int, lanes: int) -> Layout:
