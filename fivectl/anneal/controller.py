@@ -31,6 +31,8 @@ class Guard(Protocol):
 
     def result(self, version: int) -> dict[str, float] | None | bool: ...
 
+    def wait(self, timeout_s: float) -> bool: ...
+
     def close(self, wait_s: float = 0.0) -> None: ...
 
 
@@ -133,6 +135,20 @@ class AnnealController:
                 f"ramp speed {event.speed_after:g}"
             ]
         return [f"anneal guard: v{version} rated {event.mu:.1f} (start {state.baseline['mu']:.1f}): ok"]
+
+    def finish(self, wait_s: float) -> list[str]:
+        pending = self.state.pending if self.state is not None else None
+        if pending is None or pending.get("submitted") is False:
+            return []
+        if not self.guard_runner.wait(wait_s):
+            self.guard_runner.close()
+            pending["submitted"] = False  # unfinished: it starts again on resume
+            return []
+        return self._collect()
+
+    def versions_in_use(self) -> list[int]:
+        pending = self.state.pending if self.state is not None else None
+        return [int(pending["version"])] if pending is not None else []
 
     def metrics(self, fragments: list[dict[str, np.ndarray]]) -> dict[str, Any]:
         assert self.state is not None

@@ -36,8 +36,9 @@ def _rate(run_dir: str, version: int, change: str, games: int) -> None:
             change=change,
             league_path=guard_league_path(Path(run_dir)),
         )
-    except FivectlError:
-        pass  # the league is busy (a user's evaluation of it): the guard retries with a later version
+    except FivectlError as e:
+        # the guard league is busy (a user's evaluation of it), the checkpoint went: a later version will do
+        raise SystemExit(1) from e
 
 
 def league_rating(league_dir: Path, version: int) -> dict[str, float] | None:
@@ -84,8 +85,16 @@ class GuardEvaluator:
         without one (the league was busy, the process died)."""
         if self.busy():
             return None
+        if self.proc is None or self.proc.exitcode != 0:
+            return False
         rating = league_rating(guard_league_path(self.run_dir), version)
         return rating if rating is not None else False
+
+    def wait(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the evaluation under way; True when none is running any more."""
+        if self.proc is not None:
+            self.proc.join(timeout=timeout_s)
+        return not self.busy()
 
     def close(self, wait_s: float = 0.0) -> None:
         if self.proc is not None:

@@ -29,6 +29,12 @@ class GameChangeHook(Protocol):
         """Start a guard evaluation when one is due (its checkpoint is written by ``ensure_checkpoint``) and
         apply the results that came in; events to show."""
 
+    def finish(self, wait_s: float) -> list[str]:
+        """Training stops: wait up to ``wait_s`` for the guard evaluation under way and apply it; events."""
+
+    def versions_in_use(self) -> list[int]:
+        """Checkpoint versions an evaluation is loading (retention keeps them)."""
+
     def metrics(self, fragments: list[dict[str, np.ndarray]]) -> dict[str, Any]:
         """The anneal's columns of the iteration's metrics row."""
 
@@ -53,6 +59,12 @@ class NoGameChange:
         return []
 
     def guard(self, version: int, ensure_checkpoint: Callable[[], None]) -> list[str]:
+        return []
+
+    def finish(self, wait_s: float) -> list[str]:
+        return []
+
+    def versions_in_use(self) -> list[int]:
         return []
 
     def metrics(self, fragments: list[dict[str, np.ndarray]]) -> dict[str, Any]:

@@ -88,7 +88,8 @@ class Trainer:
     def save_checkpoint(self) -> int:
         self.metrics.flush()  # a checkpoint is never ahead of the metrics
         anneal = self.anneal.state_dict()
-        return self.checkpoints.save(self.state, {"anneal": anneal} if anneal is not None else None)
+        extra = {"anneal": anneal} if anneal is not None else None
+        return self.checkpoints.save(self.state, extra, in_use=self.anneal.versions_in_use())
 
     def restore(self) -> int:
         version = self.checkpoints.restore(self.state)
@@ -199,6 +200,7 @@ class Trainer:
                         self.note(event)
                     if self.counters.version % self.train_cfg.checkpoint_every == 0:
                         self.checkpoint_if_new()
+                self.finish_anneal_guard()
                 self.checkpoint_if_new()
         finally:
             source.close()
@@ -350,6 +352,17 @@ class Trainer:
         except RuntimeError as e:  # torch.distributed reports a lost rank as a RuntimeError
             raise self.learners.failed(e) from e
         return learn
+
+    def finish_anneal_guard(self) -> None:
+        """A clean stop waits for the anneal's guard evaluation under way and checkpoints its verdict (a stop
+        by signal does not wait: the evaluation starts again on resume)."""
+        if self.stop_reason == "interrupted":
+            return
+        events = self.anneal.finish(wait_s=120.0)
+        for event in events:
+            self.note(event)
+        if events:
+            self.save_checkpoint()  # the same version, now with the verdict in its anneal state
 
     def ensure_checkpoint(self) -> None:
         """The current version on disk (an evaluation process loads it)."""

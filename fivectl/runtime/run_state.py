@@ -164,9 +164,12 @@ class RunCheckpoints:
             "recipe_name": self.recipe.name,
         }
 
-    def save(self, state: LearnerState, extra_attrs: dict[str, Any] | None = None) -> int:
+    def save(
+        self, state: LearnerState, extra_attrs: dict[str, Any] | None = None, in_use: list[int] | None = None
+    ) -> int:
         """Write ``state`` as its version; ``extra_attrs``: JSON state of the features the trainer runs (the
-        anneal's ramp), restored from :attr:`restored_attrs`."""
+        anneal's ramp), restored from :attr:`restored_attrs`; ``in_use``: versions retention must keep (one an
+        evaluation process is loading)."""
         version = state.counters.version
         model_state = state.model.state_dict()
         opt_arrays, opt_meta = flatten_state(state.learner.state_dict())
@@ -187,7 +190,9 @@ class RunCheckpoints:
             attrs,
         )
         # Past versions in the opponent pool stay: workers load them to play against.
-        self.store.prune(self.train_cfg.keep_last, self.train_cfg.milestone_every, keep=state.pool.versions)
+        self.store.prune(
+            self.train_cfg.keep_last, self.train_cfg.milestone_every, keep=[*state.pool.versions, *(in_use or [])]
+        )
         if self.slimmer is not None:
             self.slimmer.kick()
         self.last_version = version
