@@ -1,8 +1,8 @@
 """The anneal's guard: rate a version with TrueSkill under the new rules, in its own process (paper B, J).
 
 The version plays the run's fixed references as ``fivectl evaluate trueskill`` would (``evaluate/run_eval.py``),
-but every game runs the change (fraction 1) and the ratings go to a league of their own, ``RUN/anneal/league``,
-so the run's league keeps rating the game the run was trained on. The baseline the guard compares against is the
+but every game runs the change (fraction 1) and the ratings go to a league of their own per change,
+``RUN/anneal/CHANGE/league``, so the run's league keeps rating the game the run was trained on. The baseline the guard compares against is the
 rating the run's league gave at the start of the anneal (``fivectl anneal start`` records it).
 """
 
@@ -15,11 +15,9 @@ from typing import Any
 
 from fivectl.errors import FivectlError
 
-GUARD_LEAGUE = Path("anneal") / "league"
-
-
-def guard_league_path(run_dir: Path) -> Path:
-    return Path(run_dir) / GUARD_LEAGUE
+def guard_league_path(run_dir: Path, change: str) -> Path:
+    """The league of the guard's ratings under ``change``."""
+    return Path(run_dir) / "anneal" / change / "league"
 
 
 def _rate(run_dir: str, version: int, change: str, games: int) -> None:
@@ -34,7 +32,7 @@ def _rate(run_dir: str, version: int, change: str, games: int) -> None:
             versions=str(version),
             games=games,
             change=change,
-            league_path=guard_league_path(Path(run_dir)),
+            league_path=guard_league_path(Path(run_dir), change),
         )
     except FivectlError as e:
         # the guard league is busy (a user's evaluation of it), the checkpoint went: a later version will do
@@ -87,7 +85,7 @@ class GuardEvaluator:
             return None
         if self.proc is None or self.proc.exitcode != 0:
             return False
-        rating = league_rating(guard_league_path(self.run_dir), version)
+        rating = league_rating(guard_league_path(self.run_dir, self.change), version)
         return rating if rating is not None else False
 
     def wait(self, timeout_s: float) -> bool:
