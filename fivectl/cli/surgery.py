@@ -1,4 +1,5 @@
-"""``fivectl surgery``: add observations, widen layers, retire inputs of a trained run; verify the result."""
+"""``fivectl surgery``: add observations, widen layers, retire inputs, add actions or heroes to a trained run;
+verify the result."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Annotated
 import typer
 
 from fivectl.cli.common import EXIT_FAILED, err_console, handle_errors, out_console, print_json
+from fivectl.surgery.add_action import plan_add_action, plan_add_hero
 from fivectl.surgery.add_obs import plan_add_obs
 from fivectl.surgery.calibrate import calibrate_columns
 from fivectl.surgery.retire import default_constant, plan_retire
@@ -151,6 +153,48 @@ def retire(
     report(operate(run, out, build, progress(as_json)), as_json)
 
 
+@app.command("add-action")
+@handle_errors
+def add_action(
+    run: RunArg,
+    action: Annotated[str, typer.Option("--action", help="The game's primary action to add (e.g. item4).")],
+    out: OutOpt,
+    bias: Annotated[
+        float, typer.Option("--bias", help="Bias of the new logit (its weights start at zero).")
+    ] = 0.0,
+    seed: SeedOpt = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """A new primary action with zero probability wherever the game masks it: the same function on old games."""
+
+    def build(parent: Parent):
+        return plan_add_action(
+            parent.schema, parent.model, parent.team_size, action, bias=bias,
+            obs_clip=parent.recipe.train.obs_clip, seed=seed,
+        )  # fmt: skip
+
+    report(operate(run, out, build, progress(as_json)), as_json)
+
+
+@app.command("add-hero")
+@handle_errors
+def add_hero(
+    run: RunArg,
+    out: OutOpt,
+    vocab: Annotated[int, typer.Option("--vocab", help="New size of every hero-id vocabulary (heroes + 1).")],
+    seed: SeedOpt = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Larger hero-id vocabularies (new embedding rows, unused by old games): the same function, exactly."""
+
+    def build(parent: Parent):
+        return plan_add_hero(
+            parent.schema, parent.model, parent.team_size, vocab, obs_clip=parent.recipe.train.obs_clip, seed=seed
+        )
+
+    report(operate(run, out, build, progress(as_json)), as_json)
+
+
 @app.command("verify")
 @handle_errors
 def verify(
@@ -162,7 +206,8 @@ def verify(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random values of new inputs.")] = 0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Replay the parent's rollouts through both networks; add-obs and widen must agree within 1e-5 (else exit 1)."""
+    """Replay the parent's rollouts through both networks; add-obs, widen, add-action and add-hero must agree
+    within 1e-5 (else exit 1)."""
     result = verify_run(run, against, fragments, seed)
     if as_json:
         print_json(result)

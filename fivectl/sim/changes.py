@@ -96,6 +96,21 @@ CHANGES: dict[str, GameChange] = _register(
         needs_action=NEW_ITEM_ACTION,
         knobs=((ST.CK_NEW_ITEM, 1.0),),
     ),
+    GameChange(
+        name="new-hero",
+        summary=f"an 18th hero, {D.ALL_HERO_NAMES[D.NEW_HERO]}, joins the pool lineups are drawn from",
+        doc=(
+            f"A new hero: {D.ALL_HERO_NAMES[D.NEW_HERO]} (ranged 525, venom spit, chain hex, thorn armor, glacier) "
+            "joins the hero pool of the games that run the change, so random lineups may include it. The model "
+            "sees hero ids as categorical inputs whose vocabularies hold the 17 heroes and 'none'; a run gets one "
+            f"more embedding row in each with `fivectl surgery add-hero RUN --vocab {D.N_HEROES + 2} --out RUN2` "
+            "(exactly the same function on old games). Annealed because every learned matchup meets an unknown "
+            "hero."
+        ),
+        kind="hero",
+        needs_hero_vocab=D.N_HEROES + 2,
+        knobs=((ST.CK_NEW_HERO, 1.0),),
+    ),
 )
 
 

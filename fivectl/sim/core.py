@@ -742,7 +742,8 @@ def reset_game(S, L, P, g):
     spawn_boss(S, L, g)
     S.gf[g, ST.GF_BOSS_RESPAWN_T] = 0.0
     # lineup (paper O.2: random heroes from the pool)
-    npool = P.pool.shape[0]
+    # the "new-hero" change adds D.NEW_HERO to the pool (index npool of the draw)
+    npool = P.pool.shape[0] + S.gi[g, ST.GI_NEW_HERO]
     picks = S.si[0:npool]
     for i in range(npool):
         picks[i] = i
@@ -755,7 +756,8 @@ def reset_game(S, L, P, g):
     for h in range(H):
         team = 0 if h < L.team_size else 1
         # a lineup chosen for this game slot (MobaEnv.set_lineups) replaces the pool's draw
-        S.hi[g, ST.HI_HERO_ID, h] = P.lineup[g, h] if P.lineup[g, h] >= 0 else P.pool[picks[h]]
+        pick = P.pool[picks[h]] if picks[h] < P.pool.shape[0] else D.NEW_HERO
+        S.hi[g, ST.HI_HERO_ID, h] = P.lineup[g, h] if P.lineup[g, h] >= 0 else pick
         S.ui[g, ST.UI_TEAM, h] = team
         S.ui[g, ST.UI_UTYPE, h] = D.UT_HERO
         S.hi[g, ST.HI_LEVEL, h] = 1

@@ -380,11 +380,35 @@ _HEROES = [
         ("tidal_surge", "shatter_strike", "fleet_foot", "inferno"),
     ),
 ]
+# The 18th hero: only in games of the "new-hero" change (changes.py), which may draw it into lineups. It is not in
+# HERO_NAMES / N_HEROES, the pool of the unchanged game (lineups, drafts); its id is NEW_HERO.
+_NEW_HEROES = [
+    (
+        "Thornveil",
+        600,
+        76,
+        340,
+        40,
+        50,
+        2.8,
+        2,
+        0.4,
+        525,
+        1.5,
+        305,
+        1.3,
+        1.2,
+        ("venom_spit", "chain_hex", "thorn_armor", "glacier"),
+    ),
+]
 HERO_NAMES = tuple(h[0] for h in _HEROES)
 N_HEROES = len(HERO_NAMES)
-HERO_STATS = np.array([h[1:14] for h in _HEROES], dtype=np.float64)
-HERO_ABILITIES = np.zeros((N_HEROES, 4), dtype=np.int32)
-for _i, _h in enumerate(_HEROES):
+ALL_HERO_NAMES = HERO_NAMES + tuple(h[0] for h in _NEW_HEROES)  # indexed by hero id, the change's hero included
+NEW_HERO = N_HEROES
+_ALL_HEROES = _HEROES + _NEW_HEROES
+HERO_STATS = np.array([h[1:14] for h in _ALL_HEROES], dtype=np.float64)
+HERO_ABILITIES = np.zeros((len(_ALL_HEROES), 4), dtype=np.int32)
+for _i, _h in enumerate(_ALL_HEROES):
     for _k, _name in enumerate(_h[14]):  # 4-ability heroes have their ultimate in slot 3
         HERO_ABILITIES[_i, _k] = ABILITY_ID[_name]
 HERO_VOCAB = N_HEROES + 1  # categorical hero ids are 1..17 (0 = padding)

@@ -34,7 +34,7 @@ def hero_id(name: str | int) -> int:
 
 
 def hero_names(ids) -> list[str]:
-    return [D.HERO_NAMES[int(i)] for i in ids]
+    return [D.ALL_HERO_NAMES[int(i)] for i in ids]
 
 
 def parse_team(text: str, size: int | None = None) -> np.ndarray:

@@ -34,11 +34,29 @@ def _carry(old: Group, new: Group, old_x: torch.Tensor, fresh: torch.Tensor, flo
     return out
 
 
+def action_masks(obs: Obs, old: ObsSchema, new: ObsSchema) -> Obs:
+    """The action masks for ``new``'s primary actions: an action ``old`` lacked (``surgery add-action``) was
+    unavailable in the old game (masked, no target, no parameters); the others keep their masks."""
+    masks = {k: obs[k] for k in ("action_mask", "target_mask", "param_mask")}
+    if new.action.primary == old.action.primary:
+        return masks
+    column = {name: i for i, name in enumerate(old.action.primary)}
+    out = {}
+    for key, value in masks.items():
+        lead = value.shape[: obs["action_mask"].dim() - 1]
+        grown = torch.zeros((*lead, new.action.n_primary, *value.shape[len(lead) + 1 :]), dtype=value.dtype)
+        for i, name in enumerate(new.action.primary):
+            if name in column:
+                grown.select(len(lead), i).copy_(value.select(len(lead), column[name]))
+        out[key] = grown
+    return out
+
+
 def obs_for_schema(obs: Obs, old: ObsSchema, new: ObsSchema, generator: torch.Generator) -> Obs:
     """``obs`` (any leading dims, encoded for ``old``) as ``new`` would encode it, new inputs random."""
     lead = tuple(obs["action_mask"].shape[:-1])
     fresh = random_obs(new, lead, generator)
-    out = {k: v for k, v in obs.items() if k in ("action_mask", "target_mask", "param_mask")}
+    out = action_masks(obs, old, new)
     old_groups = {g.name: g for g in old.groups}
     for g in new.groups:
         og = old_groups.get(g.name)
