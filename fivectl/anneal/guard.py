@@ -15,6 +15,7 @@ from typing import Any
 
 from fivectl.errors import FivectlError
 
+
 def guard_league_path(run_dir: Path, change: str) -> Path:
     """The league of the guard's ratings under ``change``."""
     return Path(run_dir) / "anneal" / change / "league"
