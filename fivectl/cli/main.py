@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from fivectl import __version__
-from fivectl.cli import draft, evaluate, model, recipe, replay, runs, surgery
+from fivectl.cli import anneal, draft, evaluate, model, recipe, replay, runs, surgery
 from fivectl.cli.train import train
 
 app = typer.Typer(
@@ -25,6 +25,7 @@ app.add_typer(evaluate.app, name="evaluate")
 app.add_typer(surgery.app, name="surgery")
 app.add_typer(draft.app, name="draft")
 app.add_typer(replay.app, name="replay")
+app.add_typer(anneal.app, name="anneal")
 app.command("train")(train)
 
 

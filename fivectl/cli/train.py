@@ -55,6 +55,7 @@ def train(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary at the end.")] = False,
 ) -> None:
     """Start (or --resume) a run: rollout workers + PPO learner, checkpoints, rollouts and metrics in the run dir."""
+    from fivectl.anneal.controller import AnnealController
     from fivectl.evaluate.periodic import PeriodicEvaluator
     from fivectl.runtime.learner_loop import train_run
     from fivectl.runtime.run_setup import TrainOptions
@@ -92,6 +93,7 @@ def train(
         resume=resume,
         overrides=overrides,
         evaluation=PeriodicEvaluator.for_run,
+        game_change=AnnealController.for_run,
     )
     summary = train_run(opts)
     if as_json:

@@ -1,5 +1,6 @@
 """One config source: recipe dataclasses with per-field docs, loaded from TOML (``recipes/``)."""
 
+from fivectl.config.anneal import AnnealConfig
 from fivectl.config.eval import EvalConfig
 from fivectl.config.fields import Schedule, param
 from fivectl.config.game import GameConfig
@@ -10,6 +11,7 @@ from fivectl.config.selfplay import SelfPlayConfig
 from fivectl.config.train import TrainConfig
 
 __all__ = [
+    "AnnealConfig",
     "EvalConfig",
     "GameConfig",
     "ModelConfig",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from fivectl.config.anneal import AnnealConfig
 from fivectl.config.eval import EvalConfig
 from fivectl.config.fields import param
 from fivectl.config.game import GameConfig
@@ -25,6 +26,7 @@ class Recipe:
     train: TrainConfig = param(factory=TrainConfig, doc="PPO, actor-learner and checkpoints.")
     selfplay: SelfPlayConfig = param(factory=SelfPlayConfig, doc="Opponent pool.")
     eval: EvalConfig = param(factory=EvalConfig, doc="TrueSkill evaluation.")
+    anneal: AnnealConfig = param(factory=AnnealConfig, doc="A game change annealed into training.")
 
     def to_dict(self) -> dict:
         return to_dict(self)

@@ -507,6 +507,19 @@ def _moba_env(game_cfg: GameConfig, num_games: int, seed: int, schema: ObsSchema
     return MobaEnv(game_cfg, num_games=num_games, seed=seed, schema=schema)
 
 
+def env_with_change(change: str | None) -> EnvFactory | None:
+    """A factory of embedded games that all run ``change`` (``fivectl anneal``); None for the game as it is."""
+    if change is None:
+        return None
+
+    def make(game_cfg: GameConfig, num_games: int, seed: int, schema: ObsSchema):
+        env = _moba_env(game_cfg, num_games, seed, schema)
+        env.set_change(change, 1.0)  # before the first reset: every game runs it
+        return env
+
+    return make
+
+
 def _schema_version(agents: list[Agent]) -> int:
     wanted = {a.schema_version for a in agents if a.schema_version is not None}
     if len(wanted) > 1:

@@ -22,7 +22,14 @@ from fivectl.config.loader import to_dict
 from fivectl.errors import BadInput, SchemaMismatch
 from fivectl.evaluate import policy_agent  # noqa: F401 - registers RUN_DIR@VERSION agent specs
 from fivectl.evaluate.league import League, version_name
-from fivectl.evaluate.match import AgentPool, MatchResult, Pairing, merge_results, play_matches
+from fivectl.evaluate.match import (
+    AgentPool,
+    MatchResult,
+    Pairing,
+    env_with_change,
+    merge_results,
+    play_matches,
+)
 from fivectl.store.checkpoint import CheckpointStore
 from fivectl.store.rundir import RunDir
 
@@ -77,7 +84,7 @@ def _init_worker() -> None:
     use_one_torch_thread()
 
 
-def play_job(game: dict, matches: list[Match], batch: int) -> list[dict]:
+def play_job(game: dict, matches: list[Match], batch: int, change: str | None = None) -> list[dict]:
     """Play ``matches`` in one batch in this process (a worker's job; plain data in and out);
     one ``MatchResult.to_dict()`` per match."""
     from fivectl.config.loader import build
@@ -85,13 +92,16 @@ def play_job(game: dict, matches: list[Match], batch: int) -> list[dict]:
     global _WORKER_POOL
     _WORKER_POOL = _WORKER_POOL or AgentPool()
     errors: list[str] = []
-    results = _play_group(build(GameConfig, game, errors), matches, batch, _WORKER_POOL)
+    results = _play_group(build(GameConfig, game, errors), matches, batch, _WORKER_POOL, change)
     return [r.to_dict() for r in results]
 
 
-def _play_group(game: GameConfig, matches: list[Match], batch: int, pool: AgentPool) -> list[MatchResult]:
+def _play_group(
+    game: GameConfig, matches: list[Match], batch: int, pool: AgentPool, change: str | None = None
+) -> list[MatchResult]:
     pairings = [Pairing(a, b, games) for a, b, games, _ in matches]
-    return play_matches(pairings, game, seed=group_seed([m[3] for m in matches]), batch=batch, pool=pool)
+    seed = group_seed([m[3] for m in matches])
+    return play_matches(pairings, game, seed=seed, batch=batch, pool=pool, make_env=env_with_change(change))
 
 
 def group_seed(seeds: list[int]) -> int:
@@ -135,6 +145,8 @@ class MatchPlayer:
     game: GameConfig
     workers: int = 1
     batch: int = 256
+    change: str | None = None
+    """A change of the game every game runs (``fivectl anneal``), or None."""
     _pool: cf.ProcessPoolExecutor | None = None
     _agents: AgentPool = field(default_factory=AgentPool)
 
@@ -150,10 +162,10 @@ class MatchPlayer:
         matches = [(a, b, int(games), int(seed)) for a, b, games, seed in matches]
         parts = min(self.workers, sum(m[2] for m in matches) // MIN_GAMES_PER_PROCESS)
         if parts <= 1:
-            return _play_group(self.game, matches, self.batch, self._agents)
+            return _play_group(self.game, matches, self.batch, self._agents, self.change)
         groups = split_matches(matches, parts)
         jobs = [
-            self._executor().submit(play_job, to_dict(self.game), [m for *_, m in g], self.batch)
+            self._executor().submit(play_job, to_dict(self.game), [m for *_, m in g], self.batch, self.change)
             for g in groups
         ]
         chunks: list[dict[int, MatchResult]] = [{} for _ in matches]
@@ -186,20 +198,34 @@ def check_checkpoint_schemas(store: CheckpointStore, versions: list[int], recipe
             )
 
 
+def run_game_change(recipe: Recipe) -> str | None:
+    """The change the run's game runs in every game: the last one kept by ``fivectl anneal stop --keep``."""
+    return recipe.anneal.kept[-1] if recipe.anneal.kept else None
+
+
 def evaluate_run(
-    run_dir: Path, versions: str = "latest", games: int | None = None, workers: int = 1, seed: int = 0
+    run_dir: Path,
+    versions: str = "latest",
+    games: int | None = None,
+    workers: int = 1,
+    seed: int = 0,
+    change: str | None = None,
+    league_path: Path | None = None,
 ) -> tuple[League, list[int]]:
     """Rate ``versions`` of a run in its league (references are calibrated first if needed); returns the league
     and the versions rated. A version's matches depend on each other's results, so ``workers`` only helps the
-    calibration rounds and matches of at least ``2 * MIN_GAMES_PER_PROCESS`` games."""
+    calibration rounds and matches of at least ``2 * MIN_GAMES_PER_PROCESS`` games. ``change``/``league_path``:
+    rate them in another league under a change of the game that every game runs (the anneal's guard); by default
+    the run's league and game."""
     run = RunDir.open(run_dir)
     recipe = run.load_recipe()
     store = CheckpointStore(run.checkpoints_path)
     chosen = parse_versions(versions, store.versions())
     check_checkpoint_schemas(store, chosen, recipe)
-    player = MatchPlayer(recipe.game, workers)
+    player = MatchPlayer(recipe.game, workers, change=change or run_game_change(recipe))
+    league_path = league_path or run.league_path
     try:
-        with League.session(run.league_path, recipe.eval, run_spec=str(run.path), seed=seed) as league:
+        with League.session(league_path, recipe.eval, run_spec=str(run.path), seed=seed) as league:
             # A pinned version is a reference now: its rating stays fixed, so it is shown, not re-rated.
             chosen = [v for v in chosen if not is_pinned(league, v)]
             if chosen:

@@ -73,6 +73,8 @@ def fragment_specs(
         ArraySpec("game_seconds", (T, G), "float32"),
         ArraySpec("winner", (T, G), "int8"),
         ArraySpec("invalid_actions", (T, G), "int32"),
+        # The game at step t runs the change being annealed in (``fivectl anneal``; drawn when the game started).
+        ArraySpec("variant", (T, G), "bool"),
         # LSTM state at the start of every BPTT window (truncated BPTT starts each window from it).
         ArraySpec("h_win", (windows, B, lstm_size), "float32"),
         ArraySpec("c_win", (windows, B, lstm_size), "float32"),

@@ -33,6 +33,7 @@ from fivectl.runtime.buffers import copy_fragment
 from fivectl.runtime.distributed import LearnerGroup, check_learners
 from fivectl.runtime.evaluation_hook import EvaluationHook, NoEvaluation
 from fivectl.runtime.fragment_queue import ProcessSource, SerialSource
+from fivectl.runtime.game_change_hook import GameChangeHook, NoGameChange
 from fivectl.runtime.learner_batch import learner_batch, per_step_arrays
 from fivectl.runtime.learner_metrics import BufferedMetrics, IterationTimes, games_finished, metrics_row
 from fivectl.runtime.live import LiveView
@@ -68,6 +69,9 @@ class Trainer:
         self.checkpoints = RunCheckpoints(run, recipe, self.schema, self.note)
         self.metrics = BufferedMetrics(run.metrics_path, run.logs_path / "tensorboard")
         self.evaluator: EvaluationHook = NoEvaluation()
+        self.anneal: GameChangeHook = (
+            opts.game_change(run.path, recipe) if opts.game_change is not None else NoGameChange()
+        )
 
         check_learners(self.train_cfg.learners, self.device)
         self.state = build_learner_state(recipe, self.schema, self.device, self.n_workers)
@@ -84,10 +88,15 @@ class Trainer:
 
     def save_checkpoint(self) -> int:
         self.metrics.flush()  # a checkpoint is never ahead of the metrics
-        return self.checkpoints.save(self.state)
+        anneal = self.anneal.state_dict()
+        extra = {"anneal": anneal} if anneal is not None else None
+        return self.checkpoints.save(self.state, extra, in_use=self.anneal.versions_in_use())
 
     def restore(self) -> int:
         version = self.checkpoints.restore(self.state)
+        self.anneal.load_state_dict(
+            self.checkpoints.restored_attrs.get("anneal"), self.counters.samples, self.counters.version
+        )
         removed = self.metrics.truncate_after(self.counters.iteration)
         if removed:
             self.note(f"dropped {removed} metric rows written after checkpoint v{version}")
@@ -153,6 +162,8 @@ class Trainer:
             resumed_from = self.restore()
         elif self.opts.resume:
             self.note("no checkpoint yet: starting from scratch")
+        if resumed_from is None:
+            self.anneal.load_state_dict(None, self.counters.samples, self.counters.version)
         if self.checkpoints.last_version is None:
             self.save_checkpoint()  # version 0: a run always has a checkpoint to resume or evaluate
         if self.train_cfg.learners > 1:
@@ -200,8 +211,11 @@ class Trainer:
                     # member with the next published version).
                     self.grow_pool()
                     self.maybe_evaluate()
+                    for event in self.anneal.guard(self.counters.version, self.ensure_checkpoint):
+                        self.note(event)
                     if self.counters.version % self.train_cfg.checkpoint_every == 0:
                         self.checkpoint_if_new()
+                self.finish_anneal_guard()
                 self.checkpoint_if_new()
         finally:
             source.close()
@@ -209,6 +223,7 @@ class Trainer:
                 self.learners.close()
             self.checkpoints.close()
             self.evaluator.close(wait_s=120.0 if self.stop_reason != "interrupted" else 0.0)
+            self.anneal.close()
             try:
                 rollouts.close()
             finally:
@@ -248,6 +263,7 @@ class Trainer:
             pool=(np.array(pool.versions, dtype=np.int64), pool.probabilities()),
             team_spirit=hp.team_spirit,
             bot_fraction=hp.bot_fraction,
+            change_fraction=self.anneal.fraction(),
             samples=float(self.counters.samples),
         )
 
@@ -310,6 +326,8 @@ class Trainer:
         self.counters.iteration += 1
         self.record_pool_results(frs)
         self.counters.samples += trained
+        for event in self.anneal.advance(self.counters.samples, self.counters.version):
+            self.note(event)
         self.counters.samples_consumed += trained * self.train_cfg.epochs
         steps = self.train_cfg.epochs * self.train_cfg.minibatches
         self.counters.gradient_steps += steps
@@ -322,7 +340,7 @@ class Trainer:
 
         elapsed = time.perf_counter() - tic
         self.counters.games += games_finished(frs)
-        return metrics_row(
+        row = metrics_row(
             self.counters,
             frs,
             staleness,
@@ -334,6 +352,8 @@ class Trainer:
             self.state.pool.metrics(),
             self.recipe.reward,
         )
+        row.update(self.anneal.metrics(frs))
+        return row
 
     def learn(self, batch, hp) -> dict[str, float]:
         """One PPO iteration on the batch: here, or on this learner's share while the others take theirs."""
@@ -347,6 +367,22 @@ class Trainer:
         except RuntimeError as e:  # torch.distributed reports a lost rank as a RuntimeError
             raise self.learners.failed(e) from e
         return learn
+
+    def finish_anneal_guard(self) -> None:
+        """A clean stop waits for the anneal's guard evaluation under way and checkpoints its verdict (a stop
+        by signal does not wait: the evaluation starts again on resume)."""
+        if self.stop_reason == "interrupted":
+            return
+        events = self.anneal.finish(wait_s=120.0)
+        for event in events:
+            self.note(event)
+        if events:
+            self.save_checkpoint()  # the same version, now with the verdict in its anneal state
+
+    def ensure_checkpoint(self) -> None:
+        """The current version on disk (an evaluation process loads it)."""
+        if self.counters.version != self.checkpoints.last_version:
+            self.save_checkpoint()
 
     def maybe_evaluate(self) -> None:
         """Periodic evaluation of the new version (recipe ``eval.every_versions``) by the injected hook."""

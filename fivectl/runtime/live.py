@@ -24,6 +24,7 @@ SHOWN = (
     ("win rate vs bots", "bot_win_rate_recent", "{:.3f}"),
     ("opponent pool", "pool_size", "{:d}"),
     ("TrueSkill mu", "trueskill_mu", "{:.1f}"),
+    ("anneal fraction", "anneal_fraction", "{:.3f}"),
     ("game length s", "game_seconds", "{:.0f}"),
     ("|reward|/step", "reward_abs_mean", "{:.4f}"),
     ("workers alive", "workers_alive", "{:d}"),

@@ -13,6 +13,7 @@ from fivectl.config import Recipe, load_recipe
 from fivectl.errors import BadInput, ConfigError
 from fivectl.runtime.distributed import check_learners
 from fivectl.runtime.evaluation_hook import EvaluationHook
+from fivectl.runtime.game_change_hook import GameChangeHook
 from fivectl.runtime.ray_backend import check_ray_backend
 from fivectl.schema import load_schema
 from fivectl.store.rundir import RunDir
@@ -29,6 +30,9 @@ class TrainOptions:
     # Builds the periodic evaluation of new versions (run directory, recipe -> hook). The layer above runtime
     # supplies it (the CLI builds it from evaluate/), so the learner never imports a feature; None = no evaluation.
     evaluation: Callable[[Path, Recipe], EvaluationHook] | None = None
+    # Builds the anneal of a change of the game (run directory, recipe -> hook), supplied the same way (the CLI
+    # builds it from anneal/); None = the game as the recipe has it.
+    game_change: Callable[[Path, Recipe], GameChangeHook] | None = None
 
 
 # What ``--device auto`` means when set: a test suite pins it to cpu so that a machine with a GPU runs the same

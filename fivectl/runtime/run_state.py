@@ -148,6 +148,7 @@ class RunCheckpoints:
             else None
         )
         self.last_version: int | None = None
+        self.restored_attrs: dict[str, Any] = {}  # the attributes of the checkpoint restore() loaded
 
     def attrs(self, state: LearnerState) -> dict[str, Any]:
         return {
@@ -163,12 +164,18 @@ class RunCheckpoints:
             "recipe_name": self.recipe.name,
         }
 
-    def save(self, state: LearnerState) -> int:
+    def save(
+        self, state: LearnerState, extra_attrs: dict[str, Any] | None = None, in_use: list[int] | None = None
+    ) -> int:
+        """Write ``state`` as its version; ``extra_attrs``: JSON state of the features the trainer runs (the
+        anneal's ramp), restored from :attr:`restored_attrs`; ``in_use``: versions retention must keep (one an
+        evaluation process is loading)."""
         version = state.counters.version
         model_state = state.model.state_dict()
         opt_arrays, opt_meta = flatten_state(state.learner.state_dict())
         scaler_arrays, scaler_meta = flatten_state([s.state_dict() for s in state.reward_scalers])
         attrs = self.attrs(state)
+        attrs.update(extra_attrs or {})
         attrs["optimizer_meta"] = opt_meta
         attrs["reward_scaler_meta"] = scaler_meta
         attrs["model_keys"] = list(model_state)
@@ -183,7 +190,9 @@ class RunCheckpoints:
             attrs,
         )
         # Past versions in the opponent pool stay: workers load them to play against.
-        self.store.prune(self.train_cfg.keep_last, self.train_cfg.milestone_every, keep=state.pool.versions)
+        self.store.prune(
+            self.train_cfg.keep_last, self.train_cfg.milestone_every, keep=[*state.pool.versions, *(in_use or [])]
+        )
         if self.slimmer is not None:
             self.slimmer.kick()
         self.last_version = version
@@ -199,6 +208,7 @@ class RunCheckpoints:
             self.note(f"warning: {w.message}")
         self.check_compatible(ckpt.attrs, ckpt.version)
         apply_checkpoint(state, ckpt)
+        self.restored_attrs = dict(ckpt.attrs)
         surgery = ckpt.attrs.get("surgery")
         if surgery is not None and surgery.get("version") == state.counters.version:
             # The first resume of a run made by `fivectl surgery`: its first train.warmup_versions versions are

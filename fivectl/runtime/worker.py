@@ -21,7 +21,7 @@ from fivectl.model import PolicyNet
 from fivectl.rl.reward import shape_rewards
 from fivectl.runtime.buffers import ArraySpec, FragmentSlots
 from fivectl.runtime.opponents import OpponentSet
-from fivectl.runtime.params import ParameterStore
+from fivectl.runtime.params import SCALAR_KEYS, ParameterStore
 from fivectl.runtime.recorder import TrainingReplays
 from fivectl.runtime.stagger import stagger_game_starts
 from fivectl.schema import ObsSchema
@@ -54,6 +54,21 @@ def warm_up_game(recipe: Recipe, schema: ObsSchema) -> None:
     actions = np.zeros((1, env.agents_per_game, 4), dtype=np.int32)
     env.step(actions)
     del obs
+
+
+def recipe_anneals(recipe: Recipe) -> bool:
+    return bool(recipe.anneal.change)
+
+
+def game_change(recipe: Recipe, params: ParameterStore) -> tuple[str | None, float]:
+    """The change a worker's games run and in which fraction of them: the one being annealed in at the
+    published fraction, else a kept one in every game, else none."""
+    if recipe_anneals(recipe):
+        scalars = params.views["__scalars"]
+        return recipe.anneal.change, float(scalars[SCALAR_KEYS.index("change_fraction")])
+    if recipe.anneal.kept:
+        return recipe.anneal.kept[-1], 1.0
+    return None, 0.0
 
 
 def worker_seed(base_seed: int, worker_id: int, generation: int, version: int) -> int:
@@ -106,6 +121,11 @@ class RolloutWorker:
         self.games = recipe.train.games_per_worker
         self.agents = self.games * 2 * self.team_size
         self.env = MobaEnv(recipe.game, self.games, seed, schema)
+        # A change of the game (``fivectl anneal``): the one being annealed in runs in the published fraction of
+        # new games; a kept one in every game. Set before the first games start.
+        self.change, self.change_fraction = game_change(recipe, params)
+        if self.change is not None:
+            self.env.set_change(self.change, self.change_fraction)
         objectives = recipe.model.aux_objectives
         self.objectives = ObjectiveTracker(self.env, objectives) if objectives else None
         torch.manual_seed(seed)
@@ -139,6 +159,9 @@ class RolloutWorker:
             self.team_spirit = scalars["team_spirit"]
             self.opponents.bot_fraction = scalars["bot_fraction"]
             self.pool = self.params.last_pool
+            if recipe_anneals(self.recipe) and scalars["change_fraction"] != self.change_fraction:
+                self.change_fraction = scalars["change_fraction"]
+                self.env.set_change(self.change, self.change_fraction)  # games that start from now on
 
     @torch.no_grad()
     def fill(self, views: dict[str, np.ndarray], ctrl_row: np.ndarray | None = None) -> FragmentStats:
@@ -160,6 +183,7 @@ class RolloutWorker:
                 views[f"obs.{key}"][t] = value
             views["first"][t] = self.first.numpy()
             views["networth"][t] = hero_networth(self.env.state).reshape(-1)
+            self.game_variant = self.env.variant.copy() if self.change is not None else False
             # Opponents change only between games (paper N): draw them for the games starting now.
             self.opponents.assign(self.needs_opponent, self.pool)
             recording = self.replays is not None and self.replays.active
@@ -200,6 +224,7 @@ class RolloutWorker:
             views["winner"][t] = np.where(counted, step.winner, -1)
             views["game_seconds"][t] = np.where(counted, step.game_seconds, 0.0)
             views["invalid_actions"][t] = step.invalid.sum(axis=1)
+            views["variant"][t] = self.game_variant
             if step.events is not None:
                 views["objective_events"][t] = step.events.reshape(self.agents, -1)
             finished += int(done.sum())

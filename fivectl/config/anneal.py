@@ -1,0 +1,36 @@
+"""``[anneal]``: a change of the game rolled into training from 0% to 100% of games (paper B, ``fivectl anneal``).
+
+``fivectl anneal start`` fills ``change`` (and the flags it was given) into the run's recipe, ``fivectl anneal
+stop`` clears it and, with ``--keep``, adds the change to ``kept``. The ramp's position, speed and guard history
+live in each checkpoint, not here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fivectl.config.fields import param
+
+
+@dataclass
+class AnnealConfig:
+    change: str = param(
+        "", "The game change being annealed in (a name from `fivectl anneal list`); empty = none."
+    )
+    over_samples: float = param(
+        5e6,
+        "Samples over which the fraction of games with the change rises from 0 to 1 (at full speed).",
+        gt=0,
+    )
+    guard: float = param(
+        2.0,
+        "TrueSkill drop that reverts: when the latest version's rating under the new rules falls more than this "
+        "below its rating at the start of the anneal, the fraction goes back to its last good value.",
+        gt=0,
+    )
+    slowdown: float = param(0.5, "The ramp's speed is multiplied by this at each revert.", gt=0, le=1)
+    guard_games: int = param(0, "Games per guard evaluation; 0 = eval.games.", ge=0)
+    kept: list[str] = param(
+        factory=list,
+        doc="Changes that became part of the run's game (`fivectl anneal stop --keep`): every game runs them.",
+    )

@@ -1,0 +1,204 @@
+"""``fivectl anneal`` end to end on a tiny run: list, bad inputs (one line, exit 2, nothing written), and an
+anneal of the canary that the guard reverts, through a kill -9 and an exact resume, then status, plot, stop."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from shared_helpers import TINY, assert_bad_input
+from typer.testing import CliRunner
+
+from fivectl.cli.main import app
+from fivectl.store.checkpoint import CheckpointStore
+from fivectl.store.metrics import MetricsLog
+from fivectl.store.rollouts import read_rollouts
+
+# The guard plays the anchor alone (nothing to calibrate) a few short games: seconds per evaluation.
+RECIPE = TINY + '\n[eval]\nreferences = ["random"]\ngames = 2\ngames_per_match = 2\n'
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def rated_run(tmp_path_factory) -> Path:
+    """A tiny run trained a little and rated once by `fivectl evaluate trueskill` (the guard's baseline)."""
+    root = tmp_path_factory.mktemp("anneal")
+    recipe = root / "tiny.toml"
+    recipe.write_text(RECIPE)
+    run = root / "run"
+    assert invoke("train", recipe, "--run", run, "--max-samples", "128").exit_code == 0
+    rated = invoke("evaluate", "trueskill", run, "--games", "2", "--json")
+    assert rated.exit_code == 0, rated.output
+    return run
+
+
+@pytest.fixture
+def run(rated_run, tmp_path) -> Path:
+    copy = tmp_path / "run"
+    shutil.copytree(rated_run, copy)
+    return copy
+
+
+def snapshot(run: Path) -> tuple[bytes, bytes]:
+    return (run / "recipe.toml").read_bytes(), (run / "run.json").read_bytes()
+
+
+def test_list_shows_the_registry_with_docs():
+    table = invoke("anneal", "list")
+    assert table.exit_code == 0
+    for name in ("fast-waves", "canary-mirror", "storm-maul"):
+        assert name in table.output
+    assert "item4" in table.output and "known to hurt" in table.output
+    listed = json.loads(invoke("anneal", "list", "--json").output)
+    canary = next(c for c in listed if c["name"] == "canary-mirror")
+    assert canary["kind"] == "canary" and canary["doc"]
+    assert next(c for c in listed if c["name"] == "storm-maul")["needs_action"] == "item4"
+
+
+def test_bad_inputs_are_one_line_exit_2_and_write_nothing(run):
+    every = ["--set", "eval.every_versions=3"]
+    before = snapshot(run)
+    assert_bad_input(
+        invoke("anneal", "start", run, "--change", "canary-mirrr", *every), "did you mean canary-mirror"
+    )
+    assert_bad_input(
+        invoke("anneal", "start", run, "--change", "storm-maul", *every),
+        "fivectl surgery add-action",
+        "item4",
+    )
+    assert_bad_input(invoke("anneal", "start", run, "--change", "fast-waves"), "eval.every_versions")
+    assert_bad_input(
+        invoke("anneal", "start", run, "--change", "fast-waves", "--over", "-5", *every), "--over"
+    )
+    assert_bad_input(
+        invoke("anneal", "start", run, "--change", "fast-waves", "--set", "game.lanes=3", *every), "surgery"
+    )
+    assert_bad_input(invoke("anneal", "stop", run, "--keep"), "no anneal under way")
+    assert_bad_input(invoke("anneal", "status", run), "no anneal")
+    assert_bad_input(
+        invoke("anneal", "start", tmp_missing := run.parent / "nope", "--change", "fast-waves"), "nope"
+    )
+    assert not tmp_missing.exists()
+    assert snapshot(run) == before
+    # a run whose league never rated a version: nothing to guard against
+    unrated = run.parent / "unrated"
+    shutil.copytree(run, unrated)
+    shutil.rmtree(unrated / "league")
+    assert_bad_input(
+        invoke("anneal", "start", unrated, "--change", "fast-waves", *every), "fivectl evaluate trueskill"
+    )
+    # a second anneal while one runs, and a stop that says neither --keep nor --drop
+    assert invoke("anneal", "start", run, "--change", "fast-waves", *every).exit_code == 0
+    started = snapshot(run)
+    assert_bad_input(invoke("anneal", "start", run, "--change", "canary-mirror", *every), "under way")
+    assert_bad_input(invoke("anneal", "stop", run), "--keep", "--drop")
+    assert snapshot(run) == started
+    status = json.loads(invoke("anneal", "status", run, "--json").output)
+    assert (status["change"], status["trained"], status["fraction"]) == ("fast-waves", False, 0.0)
+    dropped = invoke("anneal", "stop", run, "--drop", "--json")
+    assert json.loads(dropped.output)["outcome"] == "drop"
+    assert 'change = ""' in (run / "recipe.toml").read_text()
+
+
+def trainer(run: Path, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("FIVECTL_DEBUG", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "fivectl.cli.main", "train", "--run", str(run), "--resume", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,  # kill -9 takes its guard process with it, as a crash of the machine would
+    )
+
+
+def wait_for_version(run: Path, version: int, proc: subprocess.Popen, timeout: float = 240) -> None:
+    store = CheckpointStore(run / "checkpoints.zarr")
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if (store.latest() or 0) >= version:
+            return
+        assert proc.poll() is None, f"trainer exited early with {proc.returncode}"
+        time.sleep(0.1)
+    pytest.fail(f"no checkpoint v{version} in time")
+
+
+def test_the_guard_reverts_the_canary_through_a_kill_and_an_exact_resume(run, tmp_path):
+    # The baseline as if the run had been trained far above random play: under the canary (mirrored moves) the
+    # version rates near random, more than the guard below it.
+    league = json.loads((run / "league" / "league.json").read_text())
+    for agent in league["agents"]:
+        if agent["role"] == "version":
+            agent["mu"] = 25.0
+    (run / "league" / "league.json").write_text(json.dumps(league))
+    over = 2000
+    started = invoke(
+        "anneal", "start", run, "--change", "canary-mirror", "--over", over, "--set", "eval.every_versions=3"
+    )
+    assert started.exit_code == 0, started.output
+    start_version = CheckpointStore(run / "checkpoints.zarr").latest()
+
+    proc = trainer(run, "--max-samples", "100000")
+    wait_for_version(run, start_version + 4, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    store = CheckpointStore(run / "checkpoints.zarr")
+    at_kill = store.load_attrs(store.latest())
+    ramp = at_kill["anneal"]
+    assert ramp["change"] == "canary-mirror" and ramp["samples"] == at_kill["counters"]["samples"]
+
+    resumed = invoke(
+        "train", "--run", run, "--resume", "--json", "--max-samples", at_kill["counters"]["samples"] + 448
+    )
+    assert resumed.exit_code == 0, resumed.output
+
+    # the fraction is the same function of samples before and after the kill: exact resume
+    rows = [
+        r
+        for r in MetricsLog(run / "metrics").read().to_pylist()
+        if r.get("anneal_fraction") is not None and r["samples"] > ramp["start_samples"]
+    ]
+    after = next(r for r in rows if r["samples"] > ramp["samples"])
+    expected = min(1.0, (ramp["position"] + (after["samples"] - ramp["samples"]) * ramp["speed"]) / over)
+    assert after["anneal_fraction"] == pytest.approx(expected)
+    before_revert = [r for r in rows if r["anneal_reverts"] == 0]
+    for r in before_revert:
+        assert r["anneal_fraction"] == pytest.approx((r["samples"] - ramp["start_samples"]) / over)
+    shares = [r["anneal_variant_share"] for r in rows if r["anneal_variant_share"] is not None]
+    assert max(shares) > 0  # samples were played under the change
+
+    status = json.loads(invoke("anneal", "status", run, "--json").output)
+    reverts = [e for e in status["guard_history"] if e["action"] == "revert"]
+    assert status["reverts"] >= 1 and reverts, status
+    assert (
+        reverts[0]["drop"] > 2.0 and reverts[0]["fraction_after"] == 0.0 and reverts[0]["speed_after"] == 0.5
+    )
+    assert status["speed"] == 0.5 ** status["reverts"]
+    text = invoke("anneal", "status", run, "--plot", tmp_path / "anneal.png")
+    assert text.exit_code == 0, text.output
+    assert "revert" in text.output and "canary-mirror" in text.output
+    assert (tmp_path / "anneal.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # stop --keep: the change is part of the run's game, and training runs it in every game
+    kept = invoke("anneal", "stop", run, "--keep", "--json")
+    assert kept.exit_code == 0, kept.output
+    assert json.loads((run / "run.json").read_text())["game_changes"] == ["canary-mirror"]
+    assert_bad_input(invoke("anneal", "stop", run, "--keep"), "no anneal under way")
+    samples = store.load_attrs(store.latest())["counters"]["samples"]
+    shutil.rmtree(run / "rollouts")
+    again = invoke("train", "--run", run, "--resume", "--json", "--max-samples", samples + 128)
+    assert again.exit_code == 0, again.output
+    variants = [f.arrays["variant"] for f in read_rollouts(run / "rollouts")]
+    assert variants and all(v.all() for v in variants)
+    assert "ended (keep)" in invoke("anneal", "status", run).output
