@@ -8,6 +8,11 @@ one forward/backward of the paper-scale network (4096-unit LSTM). ``ppo_iteratio
 ``PPOLearner.train_iteration`` (GAE, windows, loss, backward, ClippedAdam, metrics) on one learner batch of
 synthetic fragments.
 
+On the CPU every figure is the process's CPU time on its one thread (``--clock cpu``, the default there): time
+another process takes on a shared machine does not count, so the ratio to the bare LSTM holds on a busy machine
+too (``--clock wall`` for elapsed time). The machine (CPU model, cores) is in the output. Like the learner, the
+benchmark keeps freed memory in the process (``fivectl.runtime.allocator``).
+
     .venv/bin/python benchmarks/learner_throughput.py --json
     .venv/bin/python benchmarks/learner_throughput.py --device cuda --no-paper   # on a machine with a GPU
 """
@@ -31,10 +36,15 @@ from fivectl.rl.aux import aux_losses
 from fivectl.rl.bptt import map_tensors
 from fivectl.rl.learner import PPOLearner
 from fivectl.rl.schedules import Hyperparameters
+from fivectl.runtime.allocator import keep_freed_memory
 from fivectl.schema import load_schema
 
 REPO = Path(__file__).resolve().parents[1]
 WINDOW = 16
+
+
+CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
+clock = time.perf_counter  # set by --clock
 
 
 def timed(fn, repeats: int) -> float:
@@ -42,11 +52,11 @@ def timed(fn, repeats: int) -> float:
     fn()
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock()
         fn()
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return statistics.median(times)
 
 
@@ -209,6 +219,8 @@ def measure_paper_scale() -> dict:
 
 
 def main() -> None:
+    from surgery import cpu_model  # the benchmarks' machine description
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
@@ -217,7 +229,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="timed repetitions per measurement (median)")
     parser.add_argument("--no-paper", action="store_true", help="skip the paper-scale forward/backward")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="where the learner runs")
+    parser.add_argument(
+        "--clock", choices=tuple(CLOCKS), help="cpu: this thread's CPU time (default on the CPU); wall: elapsed"
+    )
     args = parser.parse_args()
+    global clock
+    clock_name = args.clock or ("cpu" if args.device == "cpu" else "wall")
+    clock = CLOCKS[clock_name]
+    keep_freed_memory()
     if args.device == "cuda" and not torch.cuda.is_available():
         print("--device cuda: no CUDA device on this machine", file=sys.stderr)
         raise SystemExit(2)
@@ -229,6 +248,8 @@ def main() -> None:
     ]
     result = {
         "torch": torch.__version__,
+        "machine": cpu_model(),
+        "clock": clock_name,
         "device": str(device),
         "threads": torch.get_num_threads(),
         "window": WINDOW,
@@ -242,6 +263,7 @@ def main() -> None:
         json.dump(result, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return
+    print(f"{result['machine']}, torch {result['torch']}, {clock_name} time")
     for m in models:
         print(
             f"{m['model']:>10}: {m['parameters']:>11,} params, {m['samples_per_s']:>9.0f} samples/s "

@@ -39,6 +39,7 @@ from fivectl.errors import BadInput, RunFailed
 from fivectl.rl.data_parallel import DataParallel
 from fivectl.rl.learner import FragmentBatch, select_batch_columns
 from fivectl.rl.schedules import Hyperparameters
+from fivectl.runtime.allocator import keep_freed_memory
 from fivectl.store.checkpoint import CheckpointStore
 from fivectl.store.rundir import RunDir
 
@@ -241,6 +242,7 @@ def learner_main(
 
     _exit_when_parent_dies(parent_pid)
     torch.set_num_threads(1)
+    keep_freed_memory()
     dist.init_process_group(
         backend, init_method=address, rank=rank, world_size=world, timeout=COLLECTIVE_TIMEOUT
     )

@@ -29,6 +29,7 @@ from fivectl.config import Recipe
 from fivectl.errors import RunFailed
 from fivectl.rl.learner import keep_trained_teams
 from fivectl.rl.schedules import Progress, hyperparameters_at
+from fivectl.runtime.allocator import keep_freed_memory
 from fivectl.runtime.buffers import copy_fragment
 from fivectl.runtime.distributed import LearnerGroup, check_learners
 from fivectl.runtime.evaluation_hook import EvaluationHook, NoEvaluation
@@ -442,6 +443,7 @@ def train_run(opts: TrainOptions) -> dict[str, Any]:
     # One torch thread per process: workers and learner share the cores, and a second thread per process
     # slowed torch 3.3x here whenever the other core was busy.
     torch.set_num_threads(1)
+    keep_freed_memory()
     run, recipe = open_or_create_run(opts)
     trainer = Trainer(run, recipe, opts)
     try:

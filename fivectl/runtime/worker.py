@@ -19,6 +19,7 @@ import torch
 from fivectl.config import Recipe
 from fivectl.model import PolicyNet
 from fivectl.rl.reward import shape_rewards
+from fivectl.runtime.allocator import keep_freed_memory
 from fivectl.runtime.buffers import ArraySpec, FragmentSlots
 from fivectl.runtime.opponents import OpponentSet
 from fivectl.runtime.params import SCALAR_KEYS, ParameterStore
@@ -339,6 +340,7 @@ def worker_main(
     )  # the learner decides when to stop (Ctrl-C writes a checkpoint)
     torch.set_num_threads(1)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    keep_freed_memory()
     from fivectl.config import recipe_from_dict
 
     recipe = recipe_from_dict(recipe_dict)
