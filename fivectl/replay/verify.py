@@ -6,6 +6,7 @@ recorded actions from the recorded start state must reproduce every recorded fra
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,6 +15,7 @@ from fivectl.config import GameConfig
 from fivectl.errors import BadInput
 from fivectl.runtime.recorder import capture_frame
 from fivectl.schema import load_schema
+from fivectl.schema.spec import ObsSchema
 from fivectl.store.replay import STATE_COLUMNS, Replay
 
 
@@ -31,15 +33,27 @@ def replay_game_config(replay: Replay) -> GameConfig:
         raise BadInput(f"{replay.path}: the replay's game section does not fit this fivectl ({e})") from None
 
 
+def replay_schema(replay: Replay) -> ObsSchema:
+    """The schema the game was recorded with: the header's own (a run operated by surgery reads a changed one),
+    else the numbered schema of older replays."""
+    if "schema" in replay.header:
+        try:
+            return ObsSchema.from_json(json.dumps(replay.header["schema"]))
+        except (KeyError, TypeError, ValueError) as e:
+            raise BadInput(f"{replay.path}: the replay's schema does not fit this fivectl ({e})") from None
+    return load_schema(int(replay.header["schema_version"]))
+
+
 def verify_replay(replay: Replay) -> VerifyResult:
     """Re-simulate ``replay`` and compare every state column of every row."""
     from fivectl.sim import MobaEnv  # the compiled game is loaded only to verify
     from fivectl.sim.lineup import hero_id
 
     header = replay.header
-    env = MobaEnv(
-        replay_game_config(replay), 1, int(header["env_seed"]), load_schema(int(header["schema_version"]))
-    )
+    env = MobaEnv(replay_game_config(replay), 1, int(header["env_seed"]), replay_schema(replay))
+    if header.get("change"):
+        # the same change in the same fraction re-draws the recorded variant from the game's start_rng
+        env.set_change(header["change"], float(header["change_fraction"]))
     # the recorded heroes: a game with a chosen lineup (evaluate match --lineup) did not draw them; for a game
     # that did, choosing the same ones changes nothing (the draw still consumes the same random numbers)
     heroes = np.array([hero_id(name) for name in header["lineup"]], dtype=np.int32)

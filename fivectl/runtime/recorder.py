@@ -23,6 +23,7 @@ stands on the steps in between.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -65,6 +66,12 @@ def game_header(env, slot: int) -> dict:
         "fivectl_version": __version__,
         "game": dataclasses.asdict(env.cfg),
         "schema_version": int(env.schema.version),
+        # the schema itself: a run operated by surgery reads a grown or retired one (its version number unchanged)
+        "schema": json.loads(env.schema.to_json()),
+        # the environment change new games drew with (``fivectl anneal``): with start_rng it re-draws the variant
+        "change": env.change,
+        "change_fraction": env.change_fraction if env.change is not None else 0.0,
+        "variant": bool(env.variant[slot]) if env.change is not None else False,
         "primary_actions": list(env.schema.action.primary),
         "env_seed": int(env.seed),
         "slot": int(slot),

@@ -40,10 +40,13 @@ class Recorded:
     winners: list[int] = field(default_factory=list)
 
 
-def record_games(directory: Path, seed: int = 5) -> Recorded:
+def record_games(directory: Path, seed: int = 5, change: tuple[str, float] | None = None) -> Recorded:
+    """``change``: (name, fraction) of an environment change the games draw with (``MobaEnv.set_change``)."""
     from fivectl.sim import MobaEnv
 
     env = MobaEnv(GAME, SLOTS, seed, load_schema(2))
+    if change is not None:
+        env.set_change(*change)
     rng = np.random.default_rng(seed)
     env.reset()
     recorder = GameRecorder(env, directory, chunk=40)  # several chunks per game

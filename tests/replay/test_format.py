@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from replay_helpers import GAME, GAMES
+from replay_helpers import GAME, GAMES, record_games
 
 from fivectl.replay import load_replay
 from fivectl.replay.verify import verify_replay
@@ -73,3 +73,19 @@ def test_verify_finds_a_frame_that_differs(recorded):
     replay.arrays["tick"] = replay.arrays["tick"].copy()
     replay.arrays["x"][-1, 0] += 5.0  # the final frame is checked too
     assert not verify_replay(replay).ok
+
+
+def test_games_recorded_under_an_environment_change_verify_with_their_variant(tmp_path):
+    """A game recorded while a change was annealed in (``fivectl anneal``) re-draws its variant from the header's
+    change and fraction; without them the re-simulation departs from the recording."""
+    recorded = record_games(tmp_path, seed=7, change=("canary-mirror", 0.5))
+    replays = [load_replay(path) for path in recorded.files]
+    variants = [r.header["variant"] for r in replays]
+    assert all(r.header["change"] == "canary-mirror" and r.header["change_fraction"] == 0.5 for r in replays)
+    assert True in variants and False in variants, variants
+    for replay in replays:
+        result = verify_replay(replay)
+        assert result.ok, result.message
+    mirrored = replays[variants.index(True)]
+    mirrored.header["change"] = None  # as if recorded without the change
+    assert not verify_replay(mirrored).ok
