@@ -411,7 +411,9 @@ def _game_lineups(pairings: list[Pairing], env) -> np.ndarray | None:
             continue
         lineups = np.asarray(p.lineups, dtype=np.int32)
         if lineups.shape != (p.games, 2, k):
-            raise BadInput(f"lineups: expected shape {(p.games, 2, k)} for {p.games} games, got {lineups.shape}")
+            raise BadInput(
+                f"lineups: expected shape {(p.games, 2, k)} for {p.games} games, got {lineups.shape}"
+            )
         parts.append(lineups)
     return np.concatenate(parts)
 
@@ -531,16 +533,22 @@ def _schema_version(agents: list[Agent]) -> int:
 
 
 def _match_schema(agents: list[Agent]) -> ObsSchema:
-    """``schemas/obs/vN.toml`` of the agents' version; a checkpoint's own schema when there is no such file (a
-    run that `fivectl surgery add-obs` carried to a schema file)."""
+    """The schema the policies read: their checkpoint's own (a surgery may have grown or retired fields, or added
+    an action, under the same version number), else ``schemas/obs/vN.toml`` of their version."""
     version = _schema_version(agents)
-    try:
-        return load_schema(version)
-    except BadInput:
-        own = [a.net.schema for a in agents if a.schema_version == version and hasattr(a, "net")]
-        if not own:
-            raise
-        return own[0]
+    own = {
+        a.net.schema.to_json(): a.net.schema
+        for a in agents
+        if a.schema_version == version and hasattr(a, "net")
+    }
+    if len(own) > 1:
+        specs = ", ".join(a.spec for a in agents if hasattr(a, "net"))
+        raise BadInput(
+            f"the agents read different observation schemas (v{version}, one changed by surgery): {specs}"
+        )
+    if own:
+        return next(iter(own.values()))
+    return load_schema(version)
 
 
 def _step_limit(game_cfg: GameConfig, games: int, slots: int) -> int:

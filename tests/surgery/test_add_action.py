@@ -84,6 +84,13 @@ def test_add_action_cli_converts_every_version_verifies_and_trains_on(parent_run
     assert trained.exit_code == 0, trained.output
     primary = run_json(out)["schema"]["action"]["primary"]
     assert store.load().arrays["model"]["heads.primary.weight"].shape[0] == len(primary)
+    # the operated model plays matches: the game encodes the checkpoint's own schema (with item4)
+    played = invoke("evaluate", "match", f"{out}@latest", "random", "--games", "2", "--json")
+    assert played.exit_code == 0, played.output
+    assert json.loads(played.stdout)["games"] == 2
+    # against its parent, which reads v2 without item4, it cannot share a game: one line, exit 2
+    mixed = invoke("evaluate", "match", f"{out}@latest", f"{parent_run}@latest", "--games", "2")
+    assert_bad_input(mixed, "different observation schemas")
 
 
 @pytest.mark.parametrize(
