@@ -129,19 +129,9 @@ class Trainer:
         return max(1, math.ceil(wanted / windows_per_fragment))
 
     def open_fragment_source(self, params: ParameterStore) -> ProcessSource | SerialSource | RaySource:
-        if self.train_cfg.backend == "ray":
-            return RaySource(
-                self.recipe,
-                self.schema,
-                params,
-                self.train_cfg.seed,
-                self.n_workers,
-                slots_per_worker=self.train_cfg.slots_per_worker,
-                heartbeat_timeout_s=self.opts.heartbeat_timeout_s,
-                run_dir=self.run.path,
-            )
-        if self.n_workers > 0:
-            return ProcessSource(
+        if self.train_cfg.backend == "ray" or self.n_workers > 0:
+            source = RaySource if self.train_cfg.backend == "ray" else ProcessSource
+            return source(
                 self.recipe,
                 self.schema,
                 params,
