@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from fivectl.anneal.guard import GuardEvaluator
+from fivectl.anneal.guard import GuardEvaluator, guard_games
 from fivectl.anneal.ramp import GUARD_REVERT, GuardEvent, RampState
 from fivectl.config import Recipe
 from fivectl.runtime.game_change_hook import NoGameChange, variant_share
@@ -51,8 +51,7 @@ class AnnealController:
         meta = RunDir.open(run_dir).meta.get(ANNEAL_META)
         if not recipe.anneal.change or not isinstance(meta, dict):
             return NoGameChange()
-        games = recipe.anneal.guard_games or recipe.eval.games
-        return cls(recipe, meta, GuardEvaluator(run_dir, recipe.anneal.change, games))
+        return cls(recipe, meta, GuardEvaluator(run_dir, recipe.anneal.change, guard_games(recipe)))
 
     @property
     def active(self) -> bool:
@@ -147,8 +146,11 @@ class AnnealController:
         return self._collect()
 
     def versions_in_use(self) -> list[int]:
+        """Kept by checkpoint retention: the version being rated, and the start version, which every guard
+        evaluation plays (a reference of the guard's league)."""
         pending = self.state.pending if self.state is not None else None
-        return [int(pending["version"])] if pending is not None else []
+        in_use = [int(self.meta["baseline"]["version"])]
+        return in_use + ([int(pending["version"])] if pending is not None else [])
 
     def metrics(self, fragments: list[dict[str, np.ndarray]]) -> dict[str, Any]:
         assert self.state is not None

@@ -2,23 +2,72 @@
 
 The version plays the run's fixed references as ``fivectl evaluate trueskill`` would (``evaluate/run_eval.py``),
 but every game runs the change (fraction 1) and the ratings go to a league of their own per change,
-``RUN/anneal/CHANGE/league``, so the run's league keeps rating the game the run was trained on. The baseline the guard compares against is the
-rating the run's league gave at the start of the anneal (``fivectl anneal start`` records it).
+``RUN/anneal/CHANGE/league``, so the run's league keeps rating the game the run was trained on.
+
+The baseline is the start version rated in that league, under the change, by ``fivectl anneal start``, and then
+pinned as one of its references. Each later version is thus compared with where the run stood *under the new
+rules*: a change that the trained policy must first learn does not read as a drop, and since the start version is
+a reference close in skill, the guard's matches against it are the informative ones.
 """
 
 from __future__ import annotations
 
 import json
 import multiprocessing as mp
+import os
 from pathlib import Path
 from typing import Any
 
+from fivectl.config import Recipe
 from fivectl.errors import FivectlError
+from fivectl.store.fsync import fsync_dir
 
 
 def guard_league_path(run_dir: Path, change: str) -> Path:
     """The league of the guard's ratings under ``change``."""
     return Path(run_dir) / "anneal" / change / "league"
+
+
+def guard_games(recipe: Recipe) -> int:
+    """Games per guard evaluation of a version."""
+    return recipe.anneal.guard_games or recipe.eval.games
+
+
+def baseline_games(recipe: Recipe) -> int:
+    """Games the start version plays for the baseline: more than a version's, since every judgement uses it."""
+    return recipe.anneal.baseline_games or 2 * guard_games(recipe)
+
+
+def rate_start_version(run_dir: Path, recipe: Recipe, version: int) -> dict[str, float]:
+    """The guard's baseline: ``version`` rated under the change (every game runs it) in a new guard league, then
+    pinned there as a reference. A guard league left by an earlier anneal of the change is moved aside, never
+    deleted. ``recipe``: the run's recipe with the anneal set (its change, ``[eval]`` and game counts). Returns
+    ``{"version", "mu", "sigma", "games"}``."""
+    from fivectl.evaluate.league import League, version_name
+    from fivectl.evaluate.run_eval import evaluate_run
+    from fivectl.store.rundir import RunDir
+
+    change = recipe.anneal.change
+
+    league_dir = guard_league_path(run_dir, change)
+    if league_dir.exists():
+        n = 1
+        while league_dir.with_name(f"league.ended.{n}").exists():
+            n += 1
+        os.rename(league_dir, league_dir.with_name(f"league.ended.{n}"))
+        fsync_dir(league_dir.parent)
+    evaluate_run(
+        Path(run_dir),
+        versions=str(version),
+        games=baseline_games(recipe),
+        change=change,
+        league_path=league_dir,
+        recipe=recipe,
+    )
+    with League.session(league_dir, recipe.eval, run_spec=str(RunDir.open(run_dir).path)) as league:
+        rating = league.pin(version_name(version))
+        played = league.games_played(version_name(version))
+    return {"version": int(version), "mu": float(rating.mu), "sigma": float(rating.sigma), "games": played}
 
 
 def _rate(run_dir: str, version: int, change: str, games: int) -> None:

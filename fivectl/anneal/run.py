@@ -1,7 +1,8 @@
 """``fivectl anneal start|stop|status`` on a run directory.
 
 An anneal under way is the run recipe's ``[anneal] change`` (which the trainer and its workers read) plus an
-entry ``anneal`` in ``run.json``: when it started and the TrueSkill baseline the guard compares against. The
+entry ``anneal`` in ``run.json``: when it started and the TrueSkill baseline the guard compares against (the start
+version rated under the change, ``guard.rate_start_version``). The
 ramp itself (fraction, speed, guard history) lives in each checkpoint. ``stop --keep`` makes the change part of
 the run's game (``anneal.kept``: every game runs it, in training and evaluation); ``stop --drop`` takes it out.
 Each command checks everything before it writes, and every write is atomic.
@@ -9,12 +10,12 @@ Each command checks everything before it writes, and every write is atomic.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fivectl.anneal.controller import ANNEAL_META
+from fivectl.anneal.guard import rate_start_version
 from fivectl.anneal.ramp import RampState
 from fivectl.config import Recipe, recipe_from_dict
 from fivectl.errors import BadInput
@@ -92,11 +93,14 @@ def start(
     if guard is not None:
         settings.append(f"anneal.guard={float(guard)}")
     new = recipe_from_dict(recipe.to_dict(), source=f"{run.recipe_path}", overrides=[*overrides, *settings])
-    baseline = guard_baseline(run, new)
-    if CheckpointStore(run.checkpoints_path).latest() is None:
+    check_guard_setup(run, new)
+    start_version = CheckpointStore(run.checkpoints_path).latest()
+    if start_version is None:
         raise BadInput(f"{run_arg}: no checkpoint yet; train the run before annealing a change into it")
-    # run.json first: until the recipe names the change, nothing reads this entry (a crash in between leaves the
-    # run as it was, and starting again overwrites it).
+    # The guard's league is the first thing written: it lives apart from the run's, and until the recipe names
+    # the change nothing reads it (a crash here leaves the run as it was; starting again moves it aside).
+    baseline = rate_start_version(run.path, new, start_version)
+    # run.json next: until the recipe names the change, nothing reads this entry either.
     run.update_meta(**{ANNEAL_META: {"change": change.name, "started": now_iso(), "baseline": baseline}})
     run.save_recipe(new)
     return Started(
@@ -104,9 +108,8 @@ def start(
     )
 
 
-def guard_baseline(run: RunDir, recipe: Recipe) -> dict[str, float]:
-    """The rating the guard compares against: the newest version the run's league rated (the game as the run
-    knows it). Without one, or without evaluations during training, the guard cannot work: BadInput."""
+def check_guard_setup(run: RunDir, recipe: Recipe) -> None:
+    """The guard rates a version every ``eval.every_versions`` against ``eval.references``: both must be set."""
     if recipe.eval.every_versions <= 0:
         raise BadInput(
             f"{run.path}: the guard rates a version every eval.every_versions, which is 0 in this run; "
@@ -114,27 +117,6 @@ def guard_baseline(run: RunDir, recipe: Recipe) -> dict[str, float]:
         )
     if not recipe.eval.references:
         raise BadInput(f"{run.path}: eval.references is empty: the guard has no reference agents to play")
-    try:
-        data = json.loads((run.league_path / "league.json").read_text())
-    except OSError:
-        data = None
-    except ValueError:
-        raise BadInput(f"{run.league_path / 'league.json'}: corrupt league file") from None
-    rated = []
-    if isinstance(data, dict):
-        played = {name for g in data.get("games", []) for name in (g.get("a"), g.get("b"))}
-        rated = [
-            a
-            for a in data.get("agents", [])
-            if isinstance(a, dict) and a.get("version") is not None and a.get("name") in played
-        ]
-    if not rated:
-        raise BadInput(
-            f"{run.path}: no rated version in the run's league for the guard to compare against; "
-            f"rate one first with `fivectl evaluate trueskill {run.path}`"
-        )
-    newest = max(rated, key=lambda a: a["version"])
-    return {"version": int(newest["version"]), "mu": float(newest["mu"]), "sigma": float(newest["sigma"])}
 
 
 def checkpoint_ramp(run: RunDir, started: str | None) -> RampState | None:

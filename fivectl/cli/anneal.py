@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from fivectl.cli.common import handle_errors, out_console, print_json
+from fivectl.cli.common import err_console, handle_errors, out_console, print_json
 from fivectl.errors import BadInput
 
 app = typer.Typer(
@@ -76,7 +76,10 @@ def start(
         raise BadInput(f"--over: must be > 0 samples, got {over:g}")
     if guard is not None and guard <= 0:
         raise BadInput(f"--guard: must be > 0 TrueSkill, got {guard:g}")
-    started = start_anneal(run, change, over, guard, list(set_ or []))
+    with err_console.status(
+        f"rating {run}@latest under {change}: the guard's baseline (TrueSkill against the references)"
+    ):
+        started = start_anneal(run, change, over, guard, list(set_ or []))
     if as_json:
         print_json(started.to_json())
         return
@@ -84,7 +87,8 @@ def start(
     out_console.print(
         f"anneal of {started.change} into {run}: 0 -> 1 over {started.over:,.0f} samples; the guard rates a "
         f"version under it every {started.every_versions} versions and reverts below "
-        f"{b['mu'] - started.guard:.1f} (v{b['version']} rated {b['mu']:.1f}, guard {started.guard:g})",
+        f"{b['mu'] - started.guard:.1f} (v{b['version']} rated {b['mu']:.1f} +- {b['sigma']:.1f} under it in "
+        f"{b.get('games', 0)} games, now a reference of the guard's league; guard {started.guard:g})",
         highlight=False,
         soft_wrap=True,
     )
@@ -125,7 +129,7 @@ def show_status(info: dict) -> None:
     if s:
         say(
             f"  ramp 0 -> 1 over {s['over_samples']:,.0f} samples, guard {s['guard']:g} below the start "
-            f"(v{b['version']} rated {b['mu']:.1f}), slowdown x{s['slowdown']:g} per revert"
+            f"(v{b['version']} rated {b['mu']:.1f} under the change), slowdown x{s['slowdown']:g} per revert"
         )
     if not info["trained"]:
         say("  not trained yet: fraction 0 (fivectl train --run RUN --resume starts the ramp)")

@@ -25,11 +25,22 @@ class AnnealConfig:
     guard: float = param(
         2.0,
         "TrueSkill drop that reverts: when the latest version's rating under the new rules falls more than this "
-        "below its rating at the start of the anneal, the fraction goes back to its last good value.",
+        "below the start version's rating under the new rules, the fraction goes back to its last good value.",
         gt=0,
     )
     slowdown: float = param(0.5, "The ramp's speed is multiplied by this at each revert.", gt=0, le=1)
-    guard_games: int = param(0, "Games per guard evaluation; 0 = eval.games.", ge=0)
+    guard_games: int = param(
+        60,
+        "Games per guard evaluation of a version under the change; 0 = eval.games. With 20 games a rating's sigma "
+        "is about 2, the size of a typical guard: a noisy guard reverts changes that do no harm.",
+        ge=0,
+    )
+    baseline_games: int = param(
+        0,
+        "Games the anneal's start version plays under the change at `fivectl anneal start` (the guard's "
+        "baseline, then pinned as a reference); 0 = twice guard_games.",
+        ge=0,
+    )
     kept: list[str] = param(
         factory=list,
         doc="Changes that became part of the run's game (`fivectl anneal stop --keep`): every game runs them.",

@@ -211,14 +211,15 @@ def evaluate_run(
     seed: int = 0,
     change: str | None = None,
     league_path: Path | None = None,
+    recipe: Recipe | None = None,
 ) -> tuple[League, list[int]]:
     """Rate ``versions`` of a run in its league (references are calibrated first if needed); returns the league
     and the versions rated. A version's matches depend on each other's results, so ``workers`` only helps the
     calibration rounds and matches of at least ``2 * MIN_GAMES_PER_PROCESS`` games. ``change``/``league_path``:
     rate them in another league under a change of the game that every game runs (the anneal's guard); by default
-    the run's league and game."""
+    the run's league and game. ``recipe``: the run's recipe as it is about to be saved (default: as saved)."""
     run = RunDir.open(run_dir)
-    recipe = run.load_recipe()
+    recipe = recipe or run.load_recipe()
     store = CheckpointStore(run.checkpoints_path)
     chosen = parse_versions(versions, store.versions())
     check_checkpoint_schemas(store, chosen, recipe)

@@ -71,15 +71,29 @@ CHANGES: dict[str, GameChange] = _register(
     ),
     GameChange(
         name="canary-mirror",
-        summary="the hero's move offsets are mirrored (known to hurt: for testing the anneal guard)",
+        summary="the hero's move offsets are mirrored (a hard rule change: moving must be relearned)",
         doc=(
-            "A canary, known to hurt: under it a hero's move order goes to the offset reflected through the hero "
-            "(the 9x9 grid cell (x, y) becomes (-x, -y)), so a trained policy walks away from where it meant to "
-            "go. TrueSkill under this change drops, which is what the anneal guard must see: it reverts the "
-            "fraction and slows the ramp. Never anneal it into a real experiment."
+            "A hard rule change: under it a hero's move order goes to the offset reflected through the hero "
+            "(the 9x9 grid cell (x, y) becomes (-x, -y)), so a policy trained on the normal game walks away from "
+            "where it meant to go and the scripted bots play worse too. The guard compares each version with the "
+            "anneal's start version, both under the change, so it measures whether training keeps up with the "
+            "new rules, not how much the rules hurt."
+        ),
+        kind="rule",
+        knobs=((ST.CK_MIRROR_MOVES, 1.0),),
+    ),
+    GameChange(
+        name="canary-swapped-credit",
+        summary="each hero is rewarded with the enemy's reward (known to hurt: for testing the anneal guard)",
+        doc=(
+            "A canary, known to hurt: in the games that run it every hero is credited with what the enemy hero "
+            "earned, win/loss included, as a broken reward patch would; the game itself and who wins it are "
+            "unchanged. A policy trained on a share of such games learns to lose them, and since it cannot tell "
+            "which games they are, it plays worse in all of them, so TrueSkill falls as the fraction rises: the "
+            "anneal guard must revert it and slow the ramp. Never anneal it into a real experiment."
         ),
         kind="canary",
-        knobs=((ST.CK_MIRROR_MOVES, 1.0),),
+        knobs=((ST.CK_SWAP_CREDIT, 1.0),),
     ),
     GameChange(
         name="storm-maul",

@@ -691,6 +691,7 @@ def draw_variant(S, P, g):
     S.gi[g, ST.GI_MIRROR_MOVES] = variant * int(P.change[ST.CK_MIRROR_MOVES])
     S.gi[g, ST.GI_NEW_ITEM] = variant * int(P.change[ST.CK_NEW_ITEM])
     S.gi[g, ST.GI_NEW_HERO] = variant * int(P.change[ST.CK_NEW_HERO])
+    S.gi[g, ST.GI_SWAP_CREDIT] = variant * int(P.change[ST.CK_SWAP_CREDIT])
 
 
 @njit(cache=True, _nrt=False)
@@ -1370,6 +1371,20 @@ def step_game(S, L, P, g, actions, act_kind, act_slot, amask, tmask, rew, invali
     if S.gi[g, ST.GI_DONE] and S.gi[g, ST.GI_WINNER] >= 0:
         for h in range(H):
             rew[h, C_WIN] += 1.0 if S.ui[g, ST.UI_TEAM, h] == S.gi[g, ST.GI_WINNER] else -1.0
+    if S.gi[g, ST.GI_SWAP_CREDIT]:
+        swap_team_credit(L, rew)
+
+
+@njit(cache=True, _nrt=False)
+def swap_team_credit(L, rew):
+    """The "canary-swapped-credit" change: each hero is credited with what the enemy hero in its slot earned
+    (win/loss included), as a broken reward patch would. The game itself, and so who wins it, is unchanged."""
+    k = L.team_size
+    for h in range(k):
+        for c in range(rew.shape[1]):
+            own = rew[h, c]
+            rew[h, c] = rew[h + k, c]
+            rew[h + k, c] = own
 
 
 @njit(cache=True, _nrt=False)

@@ -122,7 +122,17 @@ GAME_F64 = ("boss_respawn_t", "boss_hp_mult")
 GAME_F64_SLOTS = {"camp_respawn_t": len(D.CAMPS)}
 # ``variant``: the game runs the environment change set by ``MobaEnv.set_change`` (drawn at its start); the rule
 # knobs after it are that game's rules, set at its start from the change (``changes.py``) or today's defaults.
-GAME_I64 = ("tick", "winner", "done", "variant", "wave_ticks", "mirror_moves", "new_item", "new_hero")
+GAME_I64 = (
+    "tick",
+    "winner",
+    "done",
+    "variant",
+    "wave_ticks",
+    "mirror_moves",
+    "new_item",
+    "new_hero",
+    "swap_credit",
+)
 GAME_I64_TEAMS = (
     "kills_t",
     "towers_destroyed",
@@ -241,8 +251,8 @@ Params = namedtuple(
 
 # Columns of ``Params.change``: the fraction of new games that run the change, then the change's rule knobs
 # (used by the games that draw it). A fraction of 0 draws nothing: every game is exactly the unchanged game.
-CK_FRACTION, CK_WAVE_S, CK_MIRROR_MOVES, CK_NEW_ITEM, CK_NEW_HERO = range(5)
-N_CK = 5
+CK_FRACTION, CK_WAVE_S, CK_MIRROR_MOVES, CK_NEW_ITEM, CK_NEW_HERO, CK_SWAP_CREDIT = range(6)
+N_CK = 6
 
 
 def no_change() -> np.ndarray:

@@ -22,7 +22,11 @@ from fivectl.store.metrics import MetricsLog
 from fivectl.store.rollouts import read_rollouts
 
 # The guard plays the anchor alone (nothing to calibrate) a few short games: seconds per evaluation.
-RECIPE = TINY + '\n[eval]\nreferences = ["random"]\ngames = 2\ngames_per_match = 2\n'
+RECIPE = (
+    TINY
+    + '\n[eval]\nreferences = ["random"]\ngames = 2\ngames_per_match = 2\n'
+    + "\n[anneal]\nguard_games = 2\nbaseline_games = 4\n"
+)
 runner = CliRunner()
 
 
@@ -32,14 +36,12 @@ def invoke(*args: str):
 
 @pytest.fixture(scope="module")
 def rated_run(tmp_path_factory) -> Path:
-    """A tiny run trained a little and rated once by `fivectl evaluate trueskill` (the guard's baseline)."""
+    """A tiny run trained a little."""
     root = tmp_path_factory.mktemp("anneal")
     recipe = root / "tiny.toml"
     recipe.write_text(RECIPE)
     run = root / "run"
     assert invoke("train", recipe, "--run", run, "--max-samples", "128").exit_code == 0
-    rated = invoke("evaluate", "trueskill", run, "--games", "2", "--json")
-    assert rated.exit_code == 0, rated.output
     return run
 
 
@@ -57,11 +59,11 @@ def snapshot(run: Path) -> tuple[bytes, bytes]:
 def test_list_shows_the_registry_with_docs():
     table = invoke("anneal", "list")
     assert table.exit_code == 0
-    for name in ("fast-waves", "canary-mirror", "storm-maul"):
+    for name in ("fast-waves", "canary-mirror", "canary-swapped-credit", "storm-maul"):
         assert name in table.output
     assert "item4" in table.output and "known to hurt" in table.output
     listed = json.loads(invoke("anneal", "list", "--json").output)
-    canary = next(c for c in listed if c["name"] == "canary-mirror")
+    canary = next(c for c in listed if c["name"] == "canary-swapped-credit")
     assert canary["kind"] == "canary" and canary["doc"]
     assert next(c for c in listed if c["name"] == "storm-maul")["needs_action"] == "item4"
 
@@ -91,16 +93,21 @@ def test_bad_inputs_are_one_line_exit_2_and_write_nothing(run):
     )
     assert not tmp_missing.exists()
     assert snapshot(run) == before
-    # a run whose league never rated a version: nothing to guard against
-    unrated = run.parent / "unrated"
-    shutil.copytree(run, unrated)
-    shutil.rmtree(unrated / "league")
+    # no references: nothing for the guard to play
     assert_bad_input(
-        invoke("anneal", "start", unrated, "--change", "fast-waves", *every), "fivectl evaluate trueskill"
+        invoke("anneal", "start", run, "--change", "fast-waves", *every, "--set", "eval.references=[]"),
+        "eval.references",
     )
-    # a second anneal while one runs, and a stop that says neither --keep nor --drop
+    assert snapshot(run) == before and not (run / "anneal").exists()
+    # the start: the start version rated under the change, pinned in the guard's league as the baseline
     assert invoke("anneal", "start", run, "--change", "fast-waves", *every).exit_code == 0
     started = snapshot(run)
+    baseline = json.loads((run / "run.json").read_text())["anneal"]["baseline"]
+    guard_league = json.loads((run / "anneal" / "fast-waves" / "league" / "league.json").read_text())
+    start_agent = next(a for a in guard_league["agents"] if a["name"] == f"v{baseline['version']}")
+    assert start_agent["fixed"] and start_agent["mu"] == pytest.approx(baseline["mu"])
+    assert baseline["version"] == CheckpointStore(run / "checkpoints.zarr").latest() and baseline["games"] == 4
+    # a second anneal while one runs, and a stop that says neither --keep nor --drop
     assert_bad_input(invoke("anneal", "start", run, "--change", "canary-mirror", *every), "under way")
     assert_bad_input(invoke("anneal", "stop", run), "--keep", "--drop")
     assert snapshot(run) == started
@@ -135,18 +142,15 @@ def wait_for_version(run: Path, version: int, proc: subprocess.Popen, timeout: f
 
 
 def test_the_guard_reverts_the_canary_through_a_kill_and_an_exact_resume(run, tmp_path):
-    # The baseline as if the run had been trained far above random play: under the canary (mirrored moves) the
-    # version rates near random, more than the guard below it.
-    league = json.loads((run / "league" / "league.json").read_text())
-    for agent in league["agents"]:
-        if agent["role"] == "version":
-            agent["mu"] = 25.0
-    (run / "league" / "league.json").write_text(json.dumps(league))
     over = 2000
-    started = invoke(
-        "anneal", "start", run, "--change", "canary-mirror", "--over", over, "--set", "eval.every_versions=3"
-    )
+    canary = "canary-swapped-credit"
+    started = invoke("anneal", "start", run, "--change", canary, "--over", over, "--set", "eval.every_versions=3")
     assert started.exit_code == 0, started.output
+    # A tiny budget cannot show a canary's harm: the baseline as if the start version had rated far above random
+    # play, so the versions trained under the canary rate more than the guard below it.
+    meta = json.loads((run / "run.json").read_text())
+    meta["anneal"]["baseline"]["mu"] = 25.0
+    (run / "run.json").write_text(json.dumps(meta))
     start_version = CheckpointStore(run / "checkpoints.zarr").latest()
 
     proc = trainer(run, "--max-samples", "100000")
@@ -156,7 +160,7 @@ def test_the_guard_reverts_the_canary_through_a_kill_and_an_exact_resume(run, tm
     store = CheckpointStore(run / "checkpoints.zarr")
     at_kill = store.load_attrs(store.latest())
     ramp = at_kill["anneal"]
-    assert ramp["change"] == "canary-mirror" and ramp["samples"] == at_kill["counters"]["samples"]
+    assert ramp["change"] == canary and ramp["samples"] == at_kill["counters"]["samples"]
 
     resumed = invoke(
         "train", "--run", run, "--resume", "--json", "--max-samples", at_kill["counters"]["samples"] + 448
@@ -187,13 +191,13 @@ def test_the_guard_reverts_the_canary_through_a_kill_and_an_exact_resume(run, tm
     assert status["speed"] == 0.5 ** status["reverts"]
     text = invoke("anneal", "status", run, "--plot", tmp_path / "anneal.png")
     assert text.exit_code == 0, text.output
-    assert "revert" in text.output and "canary-mirror" in text.output
+    assert "revert" in text.output and canary in text.output
     assert (tmp_path / "anneal.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     # stop --keep: the change is part of the run's game, and training runs it in every game
     kept = invoke("anneal", "stop", run, "--keep", "--json")
     assert kept.exit_code == 0, kept.output
-    assert json.loads((run / "run.json").read_text())["game_changes"] == ["canary-mirror"]
+    assert json.loads((run / "run.json").read_text())["game_changes"] == [canary]
     assert_bad_input(invoke("anneal", "stop", run, "--keep"), "no anneal under way")
     samples = store.load_attrs(store.latest())["counters"]["samples"]
     shutil.rmtree(run / "rollouts")

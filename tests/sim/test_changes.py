@@ -8,6 +8,7 @@ from fivectl.errors import BadInput
 from fivectl.schema import load_schema
 from fivectl.sim import data as D
 from fivectl.sim.changes import CHANGES, KINDS, get_change, missing_surgery
+from fivectl.sim.components import REWARD_COMPONENTS
 from tests.sim.conftest import make_env, noop, place, slot_of
 
 
@@ -184,3 +185,28 @@ def test_the_item4_action_is_unknown_to_schemas_without_it():
     assert grown.action.primary[:-1] == schema.action.primary and grown.action.primary[-1] == "item4"
     prev = {f.name: f for f in grown.group("prev_action").fields}["primary"]
     assert prev.vocab == grown.action.n_primary == schema.action.n_primary + 1
+
+
+def test_canary_swapped_credit_swaps_the_teams_rewards_and_leaves_the_game_alone(schema):
+    from fivectl.sim import state as ST
+
+    envs = []
+    for swapped in (False, True):
+        env = make_env(schema, 2, seed=4, team_size=2, lanes=1, time_limit_s=6.0)
+        env.set_change("canary-swapped-credit", 1.0)
+        env.reset()
+        if not swapped:  # the same draws, then the game as if it had not drawn the change
+            env.core_state.gi[:, ST.GI_SWAP_CREDIT] = 0
+        envs.append(env)
+    plain, canary = envs
+    rng_a, rng_b = np.random.default_rng(3), np.random.default_rng(3)
+    for _ in range(100):  # to the end of the first games (a new game draws its variant again)
+        _, ra, done_a, ia = plain.step(plain.sample_random_actions(rng_a))
+        _, rb, done_b, ib = canary.step(canary.sample_random_actions(rng_b))
+        assert np.array_equal(rb[:, :2], ra[:, 2:]) and np.array_equal(rb[:, 2:], ra[:, :2])
+        assert np.array_equal(done_a, done_b)
+        if done_a.all():
+            break
+    assert done_a.all() and np.array_equal(ia["winner"], ib["winner"])
+    win = list(REWARD_COMPONENTS).index("win")
+    assert np.abs(ra[..., win]).sum() > 0  # the win/loss was swapped too
