@@ -270,3 +270,9 @@ def calibrate(
         f"{r.team0_win_rate:.3f}, predicted {r.mean_predicted:.3f}" + (f"; plot {r.plot}" if r.plot else ""),
         highlight=False,
     )
+    rho = "n/a" if r.hero_rank_correlation is None else f"{r.hero_rank_correlation:+.2f}"
+    out_console.print(
+        f"heroes: win rates spread {r.hero_spread:.3f} (coin flips alone: {r.hero_spread_chance:.3f}); "
+        f"rank correlation with the predicted {rho}",
+        highlight=False,
+    )

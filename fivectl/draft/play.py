@@ -156,6 +156,10 @@ class CalibrateResult:
     bins: list[dict]
     plot: str | None
     seed: int
+    heroes: list[dict]  # per hero: games, observed and predicted win rate of the side holding it
+    hero_rank_correlation: float | None  # Spearman, observed vs predicted per-hero win rates
+    hero_spread: float  # std of the observed per-hero win rates
+    hero_spread_chance: float  # the std expected from the games' coin flips alone, if heroes did not matter
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -173,6 +177,40 @@ def reliability_bins(p: np.ndarray, y: np.ndarray, n_bins: int = 10) -> list[dic
                  "predicted": float(p[inside].mean()), "observed": float(y[inside].mean())}
             )  # fmt: skip
     return out
+
+
+def hero_win_rates(lineups: np.ndarray, p: np.ndarray, y: np.ndarray) -> list[dict]:
+    """Per hero that played: the games it played and the observed and predicted win rate of its side, from
+    lineups [games, 2, k] (hero ids), team 0's predicted win probability ``p`` and outcome ``y`` [games]."""
+    from fivectl.sim.lineup import hero_names
+
+    side_p = np.stack([p, 1.0 - p], axis=1)[:, :, None]  # [games, 2, 1]
+    side_y = np.stack([y, 1.0 - y], axis=1)[:, :, None]
+    ids = lineups.reshape(-1)
+    predicted = np.broadcast_to(side_p, lineups.shape).reshape(-1)
+    observed = np.broadcast_to(side_y, lineups.shape).reshape(-1)
+    out = []
+    for hero in np.unique(ids):
+        mine = ids == hero
+        out.append(
+            {"hero": hero_names([hero])[0], "games": int(mine.sum()),
+             "observed": float(observed[mine].mean()), "predicted": float(predicted[mine].mean())}
+        )  # fmt: skip
+    return out
+
+
+def rank_correlation(a: np.ndarray, b: np.ndarray) -> float | None:
+    """Spearman's rank correlation (average ranks for ties); None with fewer than 3 values or a constant one."""
+    if len(a) < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return None
+    return float(np.corrcoef(average_ranks(a), average_ranks(b))[0, 1])
+
+
+def average_ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 0..n-1 of ``x``, tied values sharing their mean rank."""
+    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    first = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    return (first + (counts - 1) / 2.0)[inverse]
 
 
 def brier_scores(p: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -211,8 +249,13 @@ def calibrate(
     bins = reliability_bins(p, y)
     if plot is not None:
         plot_reliability(bins, brier, base, games, plot)
+    heroes = hero_win_rates(by_team, p, y)
+    observed = np.array([h["observed"] for h in heroes])
+    chance = np.array([np.sqrt(0.25 / h["games"]) for h in heroes])
     return CalibrateResult(games, brier, base, float(y.mean()), float(p.mean()), bins,
-                           str(plot) if plot else None, seed)  # fmt: skip
+                           str(plot) if plot else None, seed, heroes,
+                           rank_correlation(observed, np.array([h["predicted"] for h in heroes])),
+                           float(observed.std()), float(np.sqrt(np.mean(chance**2))))  # fmt: skip
 
 
 def plot_reliability(bins: list[dict], brier: float, base: float, games: int, path: str | Path) -> None:

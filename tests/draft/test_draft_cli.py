@@ -108,6 +108,9 @@ def test_calibrate_writes_brier_scores_and_a_reliability_png(tmp_path, run1v1):
     r = json.loads(result.stdout)
     assert r["games"] == 6 and sum(b["games"] for b in r["bins"]) == 6
     assert 0 <= r["brier"] <= 1 and 0 <= r["base_rate_brier"] <= 0.25
+    assert sum(h["games"] for h in r["heroes"]) == 12  # two heroes per game
+    assert all(0 <= h["observed"] <= 1 and 0 < h["predicted"] < 1 for h in r["heroes"])
+    assert r["hero_spread_chance"] > 0
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     bad = runner.invoke(app, ["draft", "calibrate", f"{run1v1.path}@3", "--plot", str(tmp_path / "rel.jpg")])
     assert bad.exit_code == 2 and not (tmp_path / "rel.jpg").exists()
