@@ -244,12 +244,14 @@ def play_matches(
     make_env: EnvFactory | None = None,
     pool: AgentPool | None = None,
     record: str | Path | None = None,
+    scripted_schema: ObsSchema | None = None,
 ) -> list[MatchResult]:
     """Play several matches in one batch of ``batch`` game slots; one :class:`MatchResult` per pairing, in order.
 
     The games of all matches queue in order (match by match) and take slots as games end. Deterministic for
     (pairings, seed, batch); a match's games depend on the games it shares the batch with, as they share the
-    game's random stream. Arguments as :func:`play_match`; ``progress(done, total)`` counts every match's games.
+    game's random stream. Arguments as :func:`play_match`; ``progress(done, total)`` counts every match's games;
+    ``scripted_schema``: the schema of a batch with no policy in it (bots and random play the actions it has).
     """
     if not pairings:
         return []
@@ -259,7 +261,7 @@ def play_matches(
     if batch < 1:
         raise BadInput(f"batch must be >= 1, got {batch}")
     roles = _assign_roles(list(pairings), pool or AgentPool())
-    schema = schema or _match_schema(roles.agents)
+    schema = schema or _match_schema(roles.agents, scripted_schema)
     sizes = np.array([p.games for p in pairings], dtype=np.int64)
     slots = int(min(batch, sizes.sum()))
     env = (make_env or _moba_env)(game_cfg, slots, seed, schema)
@@ -532,9 +534,12 @@ def _schema_version(agents: list[Agent]) -> int:
     return wanted.pop() if wanted else 1
 
 
-def _match_schema(agents: list[Agent]) -> ObsSchema:
+def _match_schema(agents: list[Agent], fallback: ObsSchema | None = None) -> ObsSchema:
     """The schema the policies read: their checkpoint's own (a surgery may have grown or retired fields, or added
-    an action, under the same version number), else ``schemas/obs/vN.toml`` of their version."""
+    an action, under the same version number), else ``schemas/obs/vN.toml`` of their version. A match of scripted
+    agents only reads ``fallback`` when given (the run's schema: the actions its game has), else v1."""
+    if fallback is not None and all(a.schema_version is None for a in agents):
+        return fallback
     version = _schema_version(agents)
     own = {
         a.net.schema.to_json(): a.net.schema

@@ -30,6 +30,7 @@ from fivectl.evaluate.match import (
     merge_results,
     play_matches,
 )
+from fivectl.schema.spec import ObsSchema
 from fivectl.store.checkpoint import CheckpointStore
 from fivectl.store.rundir import RunDir
 
@@ -84,24 +85,35 @@ def _init_worker() -> None:
     use_one_torch_thread()
 
 
-def play_job(game: dict, matches: list[Match], batch: int, change: str | None = None) -> list[dict]:
-    """Play ``matches`` in one batch in this process (a worker's job; plain data in and out);
+def play_job(
+    game: dict, matches: list[Match], batch: int, change: str | None = None, scripted_schema: str | None = None
+) -> list[dict]:
+    """Play ``matches`` in one batch in this process (a worker's job; plain data in and out: the schema as JSON);
     one ``MatchResult.to_dict()`` per match."""
     from fivectl.config.loader import build
 
     global _WORKER_POOL
     _WORKER_POOL = _WORKER_POOL or AgentPool()
     errors: list[str] = []
-    results = _play_group(build(GameConfig, game, errors), matches, batch, _WORKER_POOL, change)
+    schema = ObsSchema.from_json(scripted_schema) if scripted_schema else None
+    results = _play_group(build(GameConfig, game, errors), matches, batch, _WORKER_POOL, change, schema)
     return [r.to_dict() for r in results]
 
 
 def _play_group(
-    game: GameConfig, matches: list[Match], batch: int, pool: AgentPool, change: str | None = None
+    game: GameConfig,
+    matches: list[Match],
+    batch: int,
+    pool: AgentPool,
+    change: str | None = None,
+    scripted_schema: ObsSchema | None = None,
 ) -> list[MatchResult]:
     pairings = [Pairing(a, b, games) for a, b, games, _ in matches]
     seed = group_seed([m[3] for m in matches])
-    return play_matches(pairings, game, seed=seed, batch=batch, pool=pool, make_env=env_with_change(change))
+    return play_matches(
+        pairings, game, seed=seed, batch=batch, pool=pool, make_env=env_with_change(change),
+        scripted_schema=scripted_schema,
+    )  # fmt: skip
 
 
 def group_seed(seeds: list[int]) -> int:
@@ -147,6 +159,9 @@ class MatchPlayer:
     batch: int = 256
     change: str | None = None
     """A change of the game every game runs (``fivectl anneal``), or None."""
+    scripted_schema: ObsSchema | None = None
+    """The run's schema, for matches of scripted agents only (the actions the run's game has: a change may need
+    one that the numbered schema lacks)."""
     _pool: cf.ProcessPoolExecutor | None = None
     _agents: AgentPool = field(default_factory=AgentPool)
 
@@ -162,10 +177,15 @@ class MatchPlayer:
         matches = [(a, b, int(games), int(seed)) for a, b, games, seed in matches]
         parts = min(self.workers, sum(m[2] for m in matches) // MIN_GAMES_PER_PROCESS)
         if parts <= 1:
-            return _play_group(self.game, matches, self.batch, self._agents, self.change)
+            return _play_group(
+                self.game, matches, self.batch, self._agents, self.change, self.scripted_schema
+            )
         groups = split_matches(matches, parts)
         jobs = [
-            self._executor().submit(play_job, to_dict(self.game), [m for *_, m in g], self.batch, self.change)
+            self._executor().submit(
+                play_job, to_dict(self.game), [m for *_, m in g], self.batch, self.change,
+                self.scripted_schema.to_json() if self.scripted_schema else None,
+            )  # fmt: skip
             for g in groups
         ]
         chunks: list[dict[int, MatchResult]] = [{} for _ in matches]
@@ -223,7 +243,12 @@ def evaluate_run(
     store = CheckpointStore(run.checkpoints_path)
     chosen = parse_versions(versions, store.versions())
     check_checkpoint_schemas(store, chosen, recipe)
-    player = MatchPlayer(recipe.game, workers, change=change or run_game_change(recipe))
+    player = MatchPlayer(
+        recipe.game,
+        workers,
+        change=change or run_game_change(recipe),
+        scripted_schema=run.obs_schema(recipe.model.schema_version),
+    )
     league_path = league_path or run.league_path
     try:
         with League.session(league_path, recipe.eval, run_spec=str(run.path), seed=seed) as league:

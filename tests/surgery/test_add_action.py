@@ -91,6 +91,15 @@ def test_add_action_cli_converts_every_version_verifies_and_trains_on(parent_run
     # against its parent, which reads v2 without item4, it cannot share a game: one line, exit 2
     mixed = invoke("evaluate", "match", f"{out}@latest", f"{parent_run}@latest", "--games", "2")
     assert_bad_input(mixed, "different observation schemas")
+    # and the storm maul can be annealed into it: the guard's baseline calibrates a bot under the change, in games
+    # of scripted agents only that still need the run's item4
+    started = invoke(
+        "anneal", "start", str(out), "--change", "storm-maul", "--json",
+        "--set", "eval.every_versions=2", "--set", 'eval.references=["random", "bot:passive"]',
+        "--set", "eval.games=2", "--set", "anneal.guard_games=2",
+    )  # fmt: skip
+    assert started.exit_code == 0, started.output
+    assert json.loads(started.stdout)["baseline"]["games"] == 4
 
 
 @pytest.mark.parametrize(
