@@ -59,7 +59,9 @@ def start(
     ] = None,
     guard: Annotated[
         float | None,
-        typer.Option("--guard", help="TrueSkill drop below the start that reverts (default 2.0)."),
+        typer.Option(
+            "--guard", help="TrueSkill drop below the start version, both under the change, that reverts (default 2.0)."
+        ),
     ] = None,
     set_: Annotated[
         list[str] | None,
@@ -69,7 +71,10 @@ def start(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Start annealing a change into RUN; the next `fivectl train --run RUN --resume` mixes it in."""
+    """Start annealing a change into RUN; the next `fivectl train --run RUN --resume` mixes it in.
+
+    First RUN@latest is rated under the change (the guard's baseline, then a reference of the guard's league).
+    """
     from fivectl.anneal.run import start as start_anneal
 
     if over is not None and over <= 0:
