@@ -65,11 +65,20 @@ def match(
             "they follow their agent when sides alternate. Default: random lineups.",
         ),
     ] = None,
+    change: Annotated[
+        str | None,
+        typer.Option(
+            "--change",
+            help="Every game runs this change of the game (fivectl anneal list), or 'none'. Default: the change "
+            "the agents' runs keep (fivectl anneal stop --keep), if any.",
+        ),
+    ] = None,
 ) -> None:
     """Play GAMES games of A against B (A on team 0 in even games, team 1 in odd ones) and report wins, draws,
     A's win rate with a 95% Wilson interval (a draw counts half), game length, kills and towers per side.
     With --record DIR, every game is also saved as a replay, with what the policies predicted."""
     from fivectl.evaluate import parse_agent, play_match
+    from fivectl.evaluate.match import env_with_change
     from fivectl.evaluate.run_eval import use_one_torch_thread
     from fivectl.schema import load_schema
     from fivectl.sim.lineup import format_lineup
@@ -86,19 +95,24 @@ def match(
         agent_a, agent_b = parse_agent(a), parse_agent(b)
     game_cfg, schema_version = _game_section(recipe, set_ or [])
     heroes = _parse_lineup(lineup, game_cfg) if lineup is not None else None
+    game_change = _match_change(change, agent_a, agent_b)
     # An agent that reads a fixed schema (a checkpoint) decides; otherwise the recipe's schema is encoded.
     reads_own_schema = agent_a.schema_version is not None or agent_b.schema_version is not None
     schema = None if reads_own_schema else load_schema(schema_version)
     result = play_match(
         agent_a, agent_b, game_cfg, games=games, seed=seed, batch=batch, schema=schema, record=record,
-        lineups=heroes,
+        lineups=heroes, make_env=env_with_change(game_change),
     )
     if as_json:
         shown = {"lineup": format_lineup(heroes)} if heroes is not None else {}
-        print_json({**result.to_dict(), "game": f"{game_cfg.team_size}v{game_cfg.team_size}", **shown})
+        print_json(
+            {**result.to_dict(), "game": f"{game_cfg.team_size}v{game_cfg.team_size}", "change": game_change, **shown}
+        )
         return
     if heroes is not None:
         out_console.print(f"lineup: A {format_lineup(heroes).replace(' vs ', ', B ')}", highlight=False)
+    if game_change is not None:
+        out_console.print(f"every game runs the change {game_change}", highlight=False)
     out_console.print(_report(result, game_cfg), highlight=False)
 
 
@@ -126,6 +140,21 @@ def _parse_lineup(text: str, game_cfg: GameConfig):
     heroes = parse_lineup(text, game_cfg.team_size)
     check_lineup(heroes, game_cfg.team_size, resolve_pool(game_cfg))
     return heroes
+
+
+def _match_change(change: str | None, *agents) -> str | None:
+    """The change every game of the match runs: ``--change`` (a registered name or 'none'), else the one the
+    agents' runs keep; runs that keep different games are bad input unless ``--change`` says which to play."""
+    from fivectl.sim.changes import get_change
+
+    if change is not None:
+        return None if change == "none" else get_change(change).name
+    kept = {a.spec: getattr(a, "game_change", None) for a in agents if hasattr(a, "game_change")}
+    games = set(kept.values())
+    if len(games) > 1:
+        shown = ", ".join(f"{spec} plays {c or 'the unchanged game'}" for spec, c in kept.items())
+        raise BadInput(f"the agents' runs play different games ({shown}); choose one with --change NAME|none")
+    return games.pop() if games else None
 
 
 def _game_section(recipe: Path | None, overrides: list[str]) -> tuple[GameConfig, int]:

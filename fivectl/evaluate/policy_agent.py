@@ -75,6 +75,9 @@ class PolicyAgent:
         self.net, attrs, self.version = load_policy(run_dir, wanted)
         self.schema_version = int(attrs["schema_version"])
         self.team_size = int(attrs["team_size"])
+        kept = run.load_recipe().anneal.kept
+        self.game_change: str | None = kept[-1] if kept else None
+        """The change the run's game runs in every game (``fivectl anneal stop --keep``), or None."""
         self.deterministic = deterministic
         self.state = None
         self.since_decision = np.zeros(0, dtype=np.int64)

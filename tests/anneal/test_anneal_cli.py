@@ -141,7 +141,7 @@ def wait_for_version(run: Path, version: int, proc: subprocess.Popen, timeout: f
     pytest.fail(f"no checkpoint v{version} in time")
 
 
-def test_the_guard_reverts_the_canary_through_a_kill_and_an_exact_resume(run, tmp_path):
+def test_the_guard_reverts_the_canary_through_a_kill_and_an_exact_resume(run, rated_run, tmp_path):
     over = 2000
     canary = "canary-swapped-credit"
     started = invoke("anneal", "start", run, "--change", canary, "--over", over, "--set", "eval.every_versions=3")
@@ -206,3 +206,12 @@ def test_the_guard_reverts_the_canary_through_a_kill_and_an_exact_resume(run, tm
     variants = [f.arrays["variant"] for f in read_rollouts(run / "rollouts")]
     assert variants and all(v.all() for v in variants)
     assert "ended (keep)" in invoke("anneal", "status", run).output
+    # matches of the run play its game, the kept change included, unless --change says otherwise
+    played = invoke("evaluate", "match", f"{run}@latest", "random", "--games", "2", "--json")
+    assert played.exit_code == 0, played.output
+    assert json.loads(played.stdout)["change"] == canary
+    plain = invoke("evaluate", "match", f"{run}@latest", "random", "--games", "2", "--change", "none", "--json")
+    assert json.loads(plain.stdout)["change"] is None
+    assert_bad_input(
+        invoke("evaluate", "match", f"{run}@latest", f"{rated_run}@latest", "--games", "2"), "different games"
+    )
