@@ -1,6 +1,7 @@
-"""Proof of learning: train the quickstart recipe from scratch for M minutes, then measure the result.
+"""Proof of learning: train a recipe (default: the quickstart) from scratch for M minutes, then measure the result.
 
     .venv/bin/python benchmarks/learning.py --minutes 30 --json --plot docs/learning_curve.png
+    .venv/bin/python benchmarks/learning.py --recipe recipes/five-v-five-quick.toml --minutes 120 --json
 
 Reports the latest version's win rate against ``random``, ``bot:easy`` and ``bot:medium`` (200 games each by
 default, with Wilson 95% intervals) and its TrueSkill, plus a learning curve: win rate against bot:easy and
@@ -47,6 +48,9 @@ def versus(result: dict) -> dict:
         # what the time-limit tiebreak compares, per game: the policy's, then the opponent's
         "building_hp_taken": [result.get("a_building_hp_mean", 0.0), result.get("b_building_hp_mean", 0.0)],
         "last_hits": [result["a_last_hits_mean"], result["b_last_hits_mean"]],
+        # team play (games of two or more heroes a side, else None): the policy's, then the opponent's
+        "grouped_kill_share": [result.get("a_grouped_kill_share"), result.get("b_grouped_kill_share")],
+        "lanes_covered": [result.get("a_lanes_covered"), result.get("b_lanes_covered")],
     }
 
 

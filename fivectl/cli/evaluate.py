@@ -188,8 +188,29 @@ def _report(r, game_cfg: GameConfig) -> str:
             _side_line("B", r.b, width, r.b_wins, r.b_kills_mean, r.b_towers_mean, r.b_building_hp_mean),
             f"  draws {r.draws}; A win rate {r.a_win_rate:.3f} (95% CI {lo:.3f}-{hi:.3f}, a draw counts half)",
             f"  mean game {r.mean_game_seconds:.1f} game-seconds; {r.wall_seconds:.1f} s wall",
+            *_team_play_lines(r, width),
         ]
     )
+
+
+def _team_play_lines(r, width: int) -> list[str]:
+    """Team play of each side (games of two or more heroes a side): grouped kills and lanes covered."""
+    if r.a_lanes_covered is None:
+        return []
+
+    def share(value: float | None) -> str:
+        return "   -" if value is None else f"{value:4.2f}"
+
+    return [
+        "  team play: kills with 2+ of the team near (mean per game), lanes covered (of the game's lanes)",
+        *(
+            f"  {side} {spec:<{width}}  grouped kills {share(grouped)}  lanes covered {lanes:4.2f}"
+            for side, spec, grouped, lanes in (
+                ("A", r.a, r.a_grouped_kill_share, r.a_lanes_covered),
+                ("B", r.b, r.b_grouped_kill_share, r.b_lanes_covered),
+            )
+        ),
+    ]
 
 
 @app.command("trueskill")

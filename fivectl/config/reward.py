@@ -28,6 +28,12 @@ class RewardConfig:
     tower_t3: float = param(4.5, "Team reward for a tier-3 tower.")
     tower_t4: float = param(2.25, "Team reward for a tier-4 (base) tower.")
     barracks: float = param(6.0, "Team reward for barracks.")
+    off_lane: float = param(
+        0.0,
+        "Solo reward per game second a living hero spends off its assigned lane (observed as self.lane_assign) and "
+        "outside the bases; negative to keep heroes on their lanes early in training (paper O.2). 0: off.",
+        le=0,
+    )
     zero_sum: bool = param(True, "Subtract the enemy team's mean reward from each hero's reward (paper G).")
     time_decay: float = param(
         0.6, "Rewards other than win/loss are scaled by time_decay^(T/decay_minutes).", gt=0, le=1

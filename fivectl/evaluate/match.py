@@ -23,6 +23,7 @@ import numpy as np
 from fivectl.config import GameConfig
 from fivectl.errors import BadInput, FivectlError
 from fivectl.evaluate.agents import Agent, act_in, parse_agent, team_agent_index
+from fivectl.evaluate.teamplay import TeamPlayTracker, tracks_team_play
 from fivectl.schema import ObsSchema, load_schema
 
 if TYPE_CHECKING:
@@ -82,6 +83,13 @@ class MatchResult:
     """Enemy building HP taken per game (lost fractions summed, a destroyed building counts 1): what decides a
     game that reaches the time limit once buildings destroyed are equal. 0 in results stored before it existed."""
     b_building_hp_mean: float = 0.0
+    a_grouped_kill_share: float | None = None
+    """Team play (games of two or more heroes a side, ``teamplay.py``): of A's kills, the share made with two or
+    more of A's heroes near the victim, averaged over the games where A killed; None in 1v1 or without kills."""
+    b_grouped_kill_share: float | None = None
+    a_lanes_covered: float | None = None
+    """Team play: the mean number of lanes with at least one of A's living heroes on them."""
+    b_lanes_covered: float | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -101,6 +109,17 @@ MEANS = (
 """Per-game averages of a MatchResult: a merged result weighs each part's by its number of games."""
 
 
+OPTIONAL_MEANS = ("a_grouped_kill_share", "b_grouped_kill_share", "a_lanes_covered", "b_lanes_covered")
+"""Per-game averages that a result may lack (None): merged over the parts that have them."""
+
+
+def _optional_mean(parts: list[MatchResult], key: str) -> float | None:
+    have = [p for p in parts if getattr(p, key) is not None]
+    if not have:
+        return None
+    return sum(getattr(p, key) * p.games for p in have) / sum(p.games for p in have)
+
+
 def merge_results(parts: list[MatchResult]) -> MatchResult:
     """One result for a match whose games were played in parts (chunks in order: outcomes are concatenated)."""
     if len(parts) == 1:
@@ -112,6 +131,7 @@ def merge_results(parts: list[MatchResult]) -> MatchResult:
         for k in ("a_wins", "b_wins", "draws", "team0_wins", "team1_wins")
     }
     means = {k: sum(getattr(p, k) * p.games for p in parts) / games for k in MEANS}
+    means.update({k: _optional_mean(parts, k) for k in OPTIONAL_MEANS})
     score = counts["a_wins"] + 0.5 * counts["draws"]
     return replace(
         first,
@@ -163,6 +183,7 @@ class _Tally:
     winner_team: np.ndarray = field(init=False)  # int8: 0/1, -1 draw
     seconds: np.ndarray = field(init=False)
     stats: dict[str, np.ndarray] = field(init=False)  # name -> [games, 2] final figure by team
+    teamplay: TeamPlayTracker | None = None
 
     def __post_init__(self) -> None:
         self.winner_team = np.full(self.games, -2, dtype=np.int8)
@@ -310,6 +331,8 @@ def _run_games(
     slots, k = env.num_games, env.team_size
     matches = len(roles.a_role)
     tally = _Tally(queue.total)
+    if tracks_team_play(env):
+        tally.teamplay = TeamPlayTracker(env, queue.total)
     slot_game = np.arange(slots, dtype=np.int64)  # global game number playing in each slot; -1 idle
     invalid = np.zeros((matches, 2))  # invalid actions by A, by B, per match
     hero_steps = np.zeros(matches)
@@ -330,7 +353,11 @@ def _run_games(
         if recording is not None:
             recording.begin_step()
         actions = _actions(env, obs, roles, match, team_a, first, missed_first, recording)
+        if tally.teamplay is not None:
+            tally.teamplay.before_step(slot_game)
         obs, _, done, info = env.step(actions)
+        if tally.teamplay is not None:
+            tally.teamplay.after_step(slot_game, done)
         if recording is not None:
             recording.step(actions, done, info)
 
@@ -465,6 +492,7 @@ def _summarize(
         return float(by_team[games_ix, team_a].mean()), float(by_team[games_ix, 1 - team_a].mean())
 
     kills, towers, last_hits, denies, building_hp = (side_means(name) for name in TEAM_STATS)
+    teamplay = tally.teamplay.side_figures(ids, team_a) if tally.teamplay is not None else {}
     return MatchResult(
         a=a,
         b=b,
@@ -492,6 +520,7 @@ def _summarize(
         outcomes=outcomes.tolist(),
         a_building_hp_mean=building_hp[0],
         b_building_hp_mean=building_hp[1],
+        **teamplay,
     )
 
 

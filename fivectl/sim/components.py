@@ -18,5 +18,6 @@ REWARD_COMPONENTS: tuple[str, ...] = (
     "tower_t3",
     "tower_t4",
     "barracks",
+    "off_lane",
 )
 COMPONENT_INDEX = {name: i for i, name in enumerate(REWARD_COMPONENTS)}

@@ -25,7 +25,8 @@ R_NONE, R_ATTACK, R_ENEMY_SPELL, R_ALLY_HERO = 0, 1, 2, 3
 # Reward component columns (same order as components.REWARD_COMPONENTS).
 C_WIN, C_XP, C_GOLD, C_GOLD_SPENT, C_HEALTH, C_MANA, C_KILL, C_DEATH, C_LAST_HIT, C_DENY = range(10)
 C_EXTRA_LIFE, C_ANCIENT_HP, C_TOWER_T1, C_TOWER_T2, C_TOWER_T3, C_TOWER_T4, C_BARRACKS = range(10, 17)
-N_COMPONENTS = 17
+C_OFF_LANE = 17
+N_COMPONENTS = 18
 
 # Per-game stats reported in info: [G, N_STATS, 2]
 ST_KILLS, ST_DEATHS, ST_TOWERS, ST_BARRACKS, ST_BOSS, ST_LAST_HITS, ST_DENIES, ST_NETWORTH = range(8)
@@ -1368,11 +1369,41 @@ def step_game(S, L, P, g, actions, act_kind, act_slot, amask, tmask, rew, invali
         for h in range(H):
             if S.ui[g, ST.UI_TEAM, h] == earner:
                 rew[h, comp] += val
+    step_s = P.frameskip / P.fps
+    for h in range(H):
+        if S.ui[g, ST.UI_ALIVE, h] and off_lane(S, L, g, h):
+            rew[h, C_OFF_LANE] += step_s
     if S.gi[g, ST.GI_DONE] and S.gi[g, ST.GI_WINNER] >= 0:
         for h in range(H):
             rew[h, C_WIN] += 1.0 if S.ui[g, ST.UI_TEAM, h] == S.gi[g, ST.GI_WINNER] else -1.0
     if S.gi[g, ST.GI_SWAP_CREDIT]:
         swap_team_credit(L, rew)
+
+
+@njit(cache=True, _nrt=False)
+def off_lane(S, L, g, h):
+    """Hero h is away from its assigned lane (``lane_assign``; the only lane on a one-lane map): farther than
+    LANE_WIDTH from the lane's path and outside both bases (paper O.2, lane assignments)."""
+    x = S.uf[g, ST.UF_X, h]
+    y = S.uf[g, ST.UF_Y, h]
+    for t in range(2):
+        fx = x - D.FOUNTAIN_POS[t, 0]
+        fy = y - D.FOUNTAIN_POS[t, 1]
+        if fx * fx + fy * fy <= D.BASE_RADIUS * D.BASE_RADIUS:
+            return False
+    li = S.hi[g, ST.HI_LANE_ASSIGN, h] if L.n_lanes > 1 else 0
+    for s in range(L.lane_pts.shape[1] - 1):
+        ax = L.lane_pts[li, s, 0]
+        ay = L.lane_pts[li, s, 1]
+        bx = L.lane_pts[li, s + 1, 0] - ax
+        by = L.lane_pts[li, s + 1, 1] - ay
+        t = ((x - ax) * bx + (y - ay) * by) / (bx * bx + by * by)
+        t = min(max(t, 0.0), 1.0)
+        dx = x - ax - t * bx
+        dy = y - ay - t * by
+        if dx * dx + dy * dy <= D.LANE_WIDTH * D.LANE_WIDTH:
+            return False
+    return True
 
 
 @njit(cache=True, _nrt=False)

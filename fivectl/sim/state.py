@@ -51,6 +51,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from fivectl.sim import data as D
+from fivectl.sim.components import REWARD_COMPONENTS
 
 UNIT_F64 = (
     "x",
@@ -376,7 +377,7 @@ def alloc_state(num_games: int, layout: Layout, n_agents: int, n_targets: int) -
         sf=np.zeros(2 * U + SCRATCH_MAX_COUNT, np.float64),
         si=np.zeros(U + SCRATCH_MAX_COUNT + D.N_HEROES, np.int64),
         sb=np.zeros(2 * U + SCRATCH_MAX_COUNT, np.bool_),
-        srew=np.zeros((H, 17), np.float64),
+        srew=np.zeros((H, len(REWARD_COMPONENTS)), np.float64),
     )
 
 

@@ -383,3 +383,23 @@ def test_restart_starts_new_games_only_where_asked(schema):
     assert not done.any() and info["game_time"].tolist() == pytest.approx([24 / 30, 4 / 30, 24 / 30])
     with pytest.raises(BadInput, match="shape"):
         env.restart(np.array([True]))
+
+
+def test_off_lane_component_counts_seconds_away_from_the_assigned_lane_outside_the_bases(schema):
+    env = make_env(schema, team_size=2, lanes=3)
+    assigned = env.state.lane_assign[0].copy()
+    lanes = ("top", "mid", "bot")
+    on_lane = D.LANE_POINTS[lanes[assigned[0]]][1]
+    other = D.LANE_POINTS[lanes[(assigned[1] + 1) % 3]][1]
+    place(env, 0, *on_lane)  # on its own lane
+    place(env, 1, *other)  # on another lane
+    place(env, 2, 6000, 9500)  # in the jungle, far from every lane
+    place(env, 3, *D.FOUNTAIN_POS[1])  # at home
+    env.observe()
+    _, rew, _, _ = env.step(noop(env))
+    off = rew[0, :, COMPONENT_INDEX["off_lane"]]
+    step_s = env.cfg.frameskip / env.cfg.fps
+    assert off.tolist() == pytest.approx([0.0, step_s, step_s, 0.0])
+    env.state.alive[0, 2] = 0  # the dead are nowhere
+    _, rew, _, _ = env.step(noop(env))
+    assert rew[0, 2, COMPONENT_INDEX["off_lane"]] == 0.0
