@@ -44,6 +44,9 @@ def rank_main(rank: int, world: int, port: int, out_dir: str) -> None:
         dp.broadcast_buffers(model)
         state = {k: v.detach().numpy() for k, v in model.state_dict().items()}
         np.savez(f"{out_dir}/rank{rank}.npz", **state)
+        # both ranks done before either tears gloo down: a rank that destroys the group while the other still
+        # talks to it aborts the other ("terminate called without an active exception")
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 
