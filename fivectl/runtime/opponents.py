@@ -160,11 +160,12 @@ class OpponentSet:
         """Overwrite ``actions`` ([G*2k, 4]) of the heroes that scripted bots play; ``obs`` is ``[G, 2k, ...]``."""
         k = self.team_size
         for code, memory in self.bot_memory.items():
-            games = np.flatnonzero(self.opponent == code)
+            played = self.opponent == code
+            games = np.flatnonzero(played)
             if games.size == 0:
                 continue
             side = (1 - self.learner_side).astype(np.int64)
-            chosen = bot_actions(env, obs, side, bot_level(code), memory, self.rng)  # [G, k, 4], all games
+            chosen = bot_actions(env, obs, side, bot_level(code), memory, self.rng, games=played)  # [G, k, 4]
             rows = (games[:, None] * 2 * k + side[games, None] * k + np.arange(k)[None, :]).reshape(-1)
             actions[torch.from_numpy(rows)] = torch.from_numpy(chosen[games].reshape(-1, 4)).to(actions.dtype)
 

@@ -83,14 +83,25 @@ def primary_table(act_kind: np.ndarray, act_slot: np.ndarray) -> np.ndarray:
     return table
 
 
-def bot_actions(env, obs: dict, team: np.ndarray, level: str, memory: BotMemory, rng: np.random.Generator):
-    """Actions int32 ``[G, team_size, 4]`` of ``level``'s heroes on ``team[g]`` in every game."""
+def bot_actions(
+    env,
+    obs: dict,
+    team: np.ndarray,
+    level: str,
+    memory: BotMemory,
+    rng: np.random.Generator,
+    games: np.ndarray | None = None,
+):
+    """Actions int32 ``[G, team_size, 4]`` of ``level``'s heroes on ``team[g]`` in every game, or only in the
+    ``games`` (bool [G]) the bots play: the others' rows stay 0 and cost nothing (a trainer's bots play a few)."""
     del rng  # the bots are deterministic given the state
     out = np.zeros((env.num_games, env.team_size, 4), dtype=np.int32)
+    active = np.ones(env.num_games, dtype=np.bool_) if games is None else np.asarray(games, dtype=np.bool_)
     decide_all(
         bot_view(env.state),
         env.layout,
         np.asarray(team, dtype=np.int64),
+        active,
         BOT_LEVELS.index(level),
         obs["action_mask"],
         obs["target_mask"],
@@ -362,8 +373,10 @@ def try_blink_toward(S, g, h, px, py, amask, prim, out, i):
 
 # ---------------------------------------------------------------- decisions
 @njit(cache=True)
-def decide_all(S, L, team, level, amask, tmask, prim, retreating, out):
+def decide_all(S, L, team, active, level, amask, tmask, prim, retreating, out):
     for g in range(team.shape[0]):
+        if not active[g]:
+            continue
         for i in range(L.team_size):
             h = team[g] * L.team_size + i
             set_action(out, g, i, 0 if prim[C.ACT_NOOP, 0] < 0 else prim[C.ACT_NOOP, 0], 0, 40)

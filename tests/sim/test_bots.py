@@ -55,6 +55,27 @@ def test_bots_only_choose_actions_the_masks_allow(schema, level, team_size, lane
     assert moves > 0, "the bot did something"
 
 
+def test_bots_restricted_to_some_games_act_there_as_in_all_and_leave_the_rest(schema):
+    env = MobaEnv(GameConfig(team_size=2, lanes=3, time_limit_s=60.0), num_games=4, seed=5, schema=schema)
+    obs = env.reset()
+    rng = np.random.default_rng(1)
+    team = np.array([0, 1, 1, 0])
+    played = np.array([True, False, True, False])
+    memory_all, memory_some = BotMemory.empty(4, 2), BotMemory.empty(4, 2)
+    acted = 0
+    for _ in range(120):
+        everywhere = bot_actions(env, obs, team, "easy", memory_all, rng)
+        some = bot_actions(env, obs, team, "easy", memory_some, rng, games=played)
+        np.testing.assert_array_equal(some[played], everywhere[played])
+        assert not some[~played].any(), "games the bots do not play are left alone"
+        np.testing.assert_array_equal(memory_some.retreating[played], memory_all.retreating[played])
+        acted += int((some[played, :, 0] != 0).sum())
+        obs, _, done, _ = env.step(env.sample_random_actions(rng))
+        memory_all.forget(done)
+        memory_some.forget(done)
+    assert acted > 0
+
+
 def make_env(schema, team_size=1, seed=0):
     env = MobaEnv(GameConfig(team_size=team_size, time_limit_s=300.0), num_games=1, seed=seed, schema=schema)
     obs = env.reset()
