@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from surgery_learning import cpu_model, fivectl_json  # noqa: E402
+from _machine import cpu_model  # noqa: E402
+from surgery_learning import fivectl_json  # noqa: E402
 
 
 def prepare(parent: Path, change: str, out: Path) -> dict | None:

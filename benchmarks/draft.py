@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from dataclasses import replace
@@ -33,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from _machine import cpu_model
 
 from fivectl.config import load_recipe
 from fivectl.draft.factored import FactoredFirstFrame
@@ -155,14 +155,6 @@ def time_advise() -> dict:
     out["advise_s_second_query_same_draft_2_bans"] = timed(lambda: drafter.advise(DraftState(([0], []), [15, 16])))
     out["goal_s"] = 1.0
     return out
-
-
-def cpu_model() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")), "unknown")
 
 
 def main() -> None:

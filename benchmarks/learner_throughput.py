@@ -219,7 +219,7 @@ def measure_paper_scale() -> dict:
 
 
 def main() -> None:
-    from surgery import cpu_model  # the benchmarks' machine description
+    from _machine import cpu_model  # benchmarks/ is on the path when run as a script
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object")

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import tempfile
 import time
@@ -27,6 +26,7 @@ from pathlib import Path
 
 import tomli_w
 import torch
+from _machine import cpu_model
 
 from fivectl.config import load_recipe
 from fivectl.config.loader import to_dict
@@ -103,16 +103,6 @@ def synthetic_run(path: Path, recipe_path: Path, versions: int, seed: int = 0) -
         store.save(v, arrays, attrs)
         pool.add(v)
     return time.perf_counter() - t0
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return f"{line.split(':', 1)[1].strip()}, {os.cpu_count()} cores"
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def timed_surgery(parent: Path, out: Path, build) -> dict:

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import cpu_model  # noqa: E402
 from _train import train_for  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -61,16 +61,6 @@ def match(a: str, b: str, games: int, seed: int) -> dict:
         "wins": result["a_wins"],
         "draws": result["draws"],
     }
-
-
-def cpu_model() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        return next(
-            line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")
-        )
-    except (OSError, StopIteration):
-        return platform.processor() or "unknown"
 
 
 def main() -> None:
