@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from fivectl.config import Recipe
-from fivectl.model import ActOutput, PolicyNet
+from fivectl.model import PolicyNet
 from fivectl.rl.reward import shape_rewards
 from fivectl.runtime.allocator import keep_freed_memory
 from fivectl.runtime.buffers import ArraySpec, FragmentSlots
@@ -192,7 +192,7 @@ class RolloutWorker:
                 self.replays.label(self.opponents.opponent, self.opponents.learner_side, self.version, LATEST)
             obs_t = {key: torch.from_numpy(value) for key, value in self.obs.items()}
             # a recorded game takes the objective predictions from the same forward pass (the aux heads only)
-            out = self.act_latest(obs_t, with_aux=recording)
+            out = self.net.act(obs_t, self.state, self.first, with_aux=recording)
             self.opponents.act(obs_t, self.first, out.actions)
             self.opponents.act_bots(self.env, self.raw_obs, out.actions)
             actions = out.actions.numpy().astype(np.int32)
@@ -252,22 +252,6 @@ class RolloutWorker:
             ctrl_row[CTRL_INFER_S] += t_infer
         return FragmentStats(T, finished, t_sim, t_infer)
 
-    def act_latest(self, obs_t: dict[str, torch.Tensor], with_aux: bool) -> ActOutput:
-        """The latest version's step for the agents it plays (``train_mask``). The rows of bots and past versions
-        are left out of the forward pass (their players overwrite the actions): outputs 0, LSTM state unchanged,
-        reset anyway when a game starts against the latest again. Saves a bot fraction's share of inference."""
-        rows = self.opponents.train_mask()
-        if rows.all():
-            return self.net.act(obs_t, self.state, self.first, with_aux=with_aux)
-        index = torch.from_numpy(np.flatnonzero(rows))
-        sub = self.net.act(
-            {key: value[index] for key, value in obs_t.items()},
-            tuple(s[:, index] for s in self.state),
-            self.first[index],
-            with_aux=with_aux,
-        )
-        return scatter_rows(sub, index, self.agents, self.state)
-
     def decide(self, actions: np.ndarray, predictions: dict[str, np.ndarray] | None = None) -> DecisionStep:
         """Play one decision, ``actions`` [G, 2k, 4], for ``model.decide_every`` env steps: the policies' heroes
         hold their orders after the first (``HOLD``), the scripted bots act on every one. Leaves ``self.raw_obs``
@@ -309,30 +293,6 @@ class RolloutWorker:
             step.done = step.done | done
         assert step is not None
         return step
-
-
-def scatter_rows(sub: ActOutput, index: torch.Tensor, agents: int, state: tuple) -> ActOutput:
-    """``sub``, computed for the agent rows ``index``, as an output for all ``agents``: zeros elsewhere, and
-    ``state`` (not modified) for the LSTM state of the rows left out."""
-
-    def full(values: torch.Tensor) -> torch.Tensor:
-        out = values.new_zeros((agents, *values.shape[1:]))
-        out[index] = values
-        return out
-
-    def full_state(before: torch.Tensor, after: torch.Tensor) -> torch.Tensor:
-        out = before.clone()
-        out[:, index] = after
-        return out
-
-    return ActOutput(
-        actions=full(sub.actions),
-        logprob=full(sub.logprob),
-        value=full(sub.value),
-        win_prob=full(sub.win_prob),
-        state=tuple(full_state(b, a) for b, a in zip(state, sub.state, strict=True)),
-        aux=None if sub.aux is None else {name: full(v) for name, v in sub.aux.items()},
-    )
 
 
 def start_rollout_worker(

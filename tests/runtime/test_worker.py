@@ -80,24 +80,3 @@ def test_held_steps_add_their_rewards_and_the_bots_act_on_every_env_step():
         assert (held[np.arange(4), 1 - learner_rows, 0] != HOLD).all()  # the bot still acts
         expected = first_rewards + np.where(ended[:, None, None], 0.0, second_rewards)
         np.testing.assert_allclose(views["components"][t].reshape(4, 2, -1), expected, atol=1e-6)
-
-
-def test_the_latest_version_runs_only_on_the_agents_it_plays():
-    import torch
-
-    worker, _ = make_worker(decide_every=1, bot_fraction=0.5)
-    worker.opponents.assign(np.ones(worker.games, dtype=bool), worker.pool)
-    rows = worker.opponents.train_mask()
-    assert rows.any() and not rows.all(), "some games against a bot"
-    obs = {key: torch.from_numpy(value) for key, value in worker.obs.items()}
-    worker.state = tuple(torch.randn_like(s) for s in worker.state)
-    worker.first = torch.zeros_like(worker.first)
-    everyone = worker.net.act(obs, worker.state, worker.first, with_aux=True)
-    mine = worker.act_latest(obs, with_aux=True)
-    for name in ("value", "win_prob"):
-        torch.testing.assert_close(getattr(mine, name)[rows], getattr(everyone, name)[rows])
-        assert not getattr(mine, name)[~rows].any(), "rows the latest does not play are left out"
-    torch.testing.assert_close(mine.aux["networth_rank"][rows], everyone.aux["networth_rank"][rows])
-    for before, after, full in zip(worker.state, mine.state, everyone.state, strict=True):
-        torch.testing.assert_close(after[:, rows], full[:, rows])
-        assert torch.equal(after[:, ~rows], before[:, ~rows]), "their LSTM state is kept as it was"
