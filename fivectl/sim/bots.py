@@ -111,6 +111,7 @@ def bot_actions(
     )
     if env.frame is not None:  # the bots aim in the world frame; the env expects each team's own frame
         out[..., 3] = env.frame.offsets_for_team(out[..., 3], team)
+        out[~active] = 0  # the frame maps offset 0 somewhere too: keep the games left out at 0
     return out
 
 
