@@ -52,6 +52,13 @@ def train(
     set_: Annotated[
         list[str] | None, typer.Option("--set", help="Override a recipe key: --set train.bptt=16.")
     ] = None,
+    init_from: Annotated[
+        str | None,
+        typer.Option(
+            "--init-from",
+            help="Start a new run's network from RUN or RUN@VERSION (same schema and [model]; e.g. 1v1 -> 5v5).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary at the end.")] = False,
 ) -> None:
     """Start (or --resume) a run: rollout workers + PPO learner, checkpoints, rollouts and metrics in the run dir."""
@@ -94,6 +101,7 @@ def train(
         overrides=overrides,
         evaluation=PeriodicEvaluator.for_run,
         game_change=AnnealController.for_run,
+        init_from=init_from,
     )
     summary = train_run(opts)
     if as_json:

@@ -35,6 +35,7 @@ from fivectl.runtime.distributed import LearnerGroup, check_learners
 from fivectl.runtime.evaluation_hook import EvaluationHook, NoEvaluation
 from fivectl.runtime.fragment_queue import ProcessSource, SerialSource
 from fivectl.runtime.game_change_hook import GameChangeHook, NoGameChange
+from fivectl.runtime.init_from import InitialWeights
 from fivectl.runtime.learner_batch import learner_batch, per_step_arrays
 from fivectl.runtime.learner_metrics import BufferedMetrics, IterationTimes, games_finished, metrics_row
 from fivectl.runtime.live import LiveView
@@ -55,7 +56,9 @@ from fivectl.store.rundir import RunDir
 
 
 class Trainer:
-    def __init__(self, run: RunDir, recipe: Recipe, opts: TrainOptions):
+    def __init__(
+        self, run: RunDir, recipe: Recipe, opts: TrainOptions, initial: InitialWeights | None = None
+    ):
         check_recipe_for_training(recipe)
         self.run = run
         self.recipe = recipe
@@ -77,6 +80,7 @@ class Trainer:
         check_learners(self.train_cfg.learners, self.device)
         self.state = build_learner_state(recipe, self.schema, self.device, self.n_workers)
         self.learners: LearnerGroup | None = None  # the other data-parallel learners, started by run_loop
+        self.initial = initial  # a new run's starting weights (--init-from), applied before version 0
         self.bot_results: deque[float] = deque(maxlen=200)  # recent games against scripted bots: 1, 0.5, 0
         self.stop_reason = ""
         self._stop_requested = False
@@ -102,6 +106,13 @@ class Trainer:
         if removed:
             self.note(f"dropped {removed} metric rows written after checkpoint v{version}")
         return version
+
+    def start_from(self, initial: InitialWeights) -> None:
+        """Load ``--init-from``'s weights into the fresh network; version 0 (saved next) holds them."""
+        initial.apply(self.state.model)
+        self.run.add_lineage(initial.lineage_entry())
+        fresh = f" ({', '.join(initial.fresh)} fresh)" if initial.fresh else ""
+        self.note(f"network from {initial.spec}, v{initial.version}{fresh}")
 
     def checkpoint_if_new(self, why: str = "") -> None:
         if self.counters.version != self.checkpoints.last_version:
@@ -155,6 +166,8 @@ class Trainer:
             self.note("no checkpoint yet: starting from scratch")
         if resumed_from is None:
             self.anneal.load_state_dict(None, self.counters.samples, self.counters.version)
+        if resumed_from is None and self.initial is not None and self.checkpoints.last_version is None:
+            self.start_from(self.initial)
         if self.checkpoints.last_version is None:
             self.save_checkpoint()  # version 0: a run always has a checkpoint to resume or evaluate
         if self.train_cfg.learners > 1:
@@ -434,8 +447,8 @@ def train_run(opts: TrainOptions) -> dict[str, Any]:
     # slowed torch 3.3x here whenever the other core was busy.
     torch.set_num_threads(1)
     keep_freed_memory()
-    run, recipe = open_or_create_run(opts)
-    trainer = Trainer(run, recipe, opts)
+    run, recipe, initial = open_or_create_run(opts)
+    trainer = Trainer(run, recipe, opts, initial)
     try:
         return trainer.run_loop()
     except OSError as e:

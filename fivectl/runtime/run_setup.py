@@ -14,8 +14,10 @@ from fivectl.errors import BadInput, ConfigError
 from fivectl.runtime.distributed import check_learners
 from fivectl.runtime.evaluation_hook import EvaluationHook
 from fivectl.runtime.game_change_hook import GameChangeHook
+from fivectl.runtime.init_from import INIT_FROM_KEY, InitialWeights, initial_weights_for
 from fivectl.runtime.ray_backend import check_ray_backend
 from fivectl.schema import load_schema
+from fivectl.store.checkpoint import CheckpointStore
 from fivectl.store.rundir import RunDir
 
 
@@ -33,6 +35,8 @@ class TrainOptions:
     # Builds the anneal of a change of the game (run directory, recipe -> hook), supplied the same way (the CLI
     # builds it from anneal/); None = the game as the recipe has it.
     game_change: Callable[[Path, Recipe], GameChangeHook] | None = None
+    # RUN or RUN@VERSION whose network a new run starts from (``--init-from``); None = the recipe's initialization.
+    init_from: str | None = None
 
 
 # What ``--device auto`` means when set: a test suite pins it to cpu so that a machine with a GPU runs the same
@@ -50,7 +54,11 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def open_or_create_run(opts: TrainOptions) -> tuple[RunDir, Recipe]:
+def open_or_create_run(opts: TrainOptions) -> tuple[RunDir, Recipe, InitialWeights | None]:
+    """The run to train, its recipe, and for a new run ``--init-from``'s checked weights (read before the run
+    directory is created, so a source that does not fit leaves nothing behind)."""
+    if opts.resume and opts.init_from is not None:
+        raise BadInput("--init-from starts a new run; --resume continues one (its weights are its own)")
     if opts.resume:
         run = RunDir.open(opts.run_dir)
         recipe = run.load_recipe(opts.overrides)
@@ -63,15 +71,25 @@ def open_or_create_run(opts: TrainOptions) -> tuple[RunDir, Recipe]:
                         "a running experiment changes through `fivectl surgery` / `fivectl anneal`"
                     )
         check_ray_backend(recipe)
-        return run, recipe  # overrides (budgets, workers, ...) apply to this session only
+        # a run killed before its first checkpoint starts again from the weights it was created with
+        source = run.meta.get(INIT_FROM_KEY)
+        initial = None
+        if source and CheckpointStore(run.checkpoints_path).latest() is None:
+            initial = initial_weights_for(source, run.obs_schema(recipe.model.schema_version), recipe)
+        return run, recipe, initial  # overrides (budgets, workers, ...) apply to this session only
     if opts.recipe_path is None:
         raise BadInput("give a RECIPE to start a run")
     recipe = load_recipe(opts.recipe_path, opts.overrides)
     check_recipe_for_training(recipe)
     check_learners(recipe.train.learners, resolve_device(recipe.train.device))
-    load_schema(recipe.model.schema_version)
+    schema = load_schema(recipe.model.schema_version)
     check_ray_backend(recipe)
-    return RunDir.create(opts.run_dir, recipe, recipe_source=str(opts.recipe_path)), recipe
+    initial, extra = None, {}
+    if opts.init_from is not None:
+        initial = initial_weights_for(opts.init_from, schema, recipe)
+        extra = {INIT_FROM_KEY: initial.pinned_spec}
+    run = RunDir.create(opts.run_dir, recipe, recipe_source=str(opts.recipe_path), extra=extra)
+    return run, recipe, initial
 
 
 def check_recipe_for_training(recipe: Recipe) -> None:

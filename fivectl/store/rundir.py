@@ -75,8 +75,11 @@ class RunDir:
 
     # -- creation and opening -----------------------------------------------------------------------
     @classmethod
-    def create(cls, path: str | Path, recipe: Recipe, recipe_source: str = "") -> RunDir:
-        """Create a new run directory. Refuses a folder that already holds a run."""
+    def create(
+        cls, path: str | Path, recipe: Recipe, recipe_source: str = "", extra: dict[str, Any] | None = None
+    ) -> RunDir:
+        """Create a new run directory (``extra``: more ``run.json`` keys). Refuses a folder that already holds a
+        run."""
         path = Path(path)
         if (path / RUN_FILE).exists():
             raise BadInput(f"{path}: already holds a run (use --resume to continue it)")
@@ -94,6 +97,7 @@ class RunDir:
             "recipe_source": recipe_source,
             "schema_version": recipe.model.schema_version,
             "lineage": [],
+            **(extra or {}),
         }
         # run.json last: a folder without it is not yet a run, so a crash mid-create leaves nothing half-made.
         write_json_atomic(path / RUN_FILE, meta)

@@ -33,6 +33,7 @@ from fivectl.schema.spec import ObsSchema
 from fivectl.store.atomic import fsync_dir
 from fivectl.store.checkpoint import Checkpoint, CheckpointStore
 from fivectl.store.metrics import MetricsLog
+from fivectl.store.run_spec import resolve_version, split_run_spec
 from fivectl.store.rundir import RunDir
 from fivectl.store.state_codec import flatten_state, unflatten_state
 from fivectl.surgery.lineage import lineage_for_child
@@ -84,26 +85,6 @@ class SurgeryResult:
             "changed": self.changed,
             "seconds": round(self.seconds, 3),
         }
-
-
-def split_run_spec(spec: str) -> tuple[Path, str]:
-    """``RUN`` -> (RUN, "latest"); ``RUN@VERSION`` / ``RUN@latest`` -> (RUN, VERSION)."""
-    path, at, version = spec.rpartition("@")
-    if at and path and (version == "latest" or version.lstrip("v").isdigit()):
-        return Path(path), version
-    return Path(spec), "latest"
-
-
-def resolve_version(store: CheckpointStore, version: str, spec: str) -> int:
-    versions = store.versions()
-    if not versions:
-        raise BadInput(f"{spec}: the run has no checkpoints (train it first)")
-    if version == "latest":
-        return versions[-1]
-    number = int(version.lstrip("v"))
-    if number not in versions:
-        raise BadInput(f"{spec}: no checkpoint v{number} (kept: {', '.join(map(str, versions[-10:]))})")
-    return number
 
 
 def model_state(arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> dict[str, torch.Tensor]:

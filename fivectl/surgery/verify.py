@@ -23,10 +23,10 @@ from fivectl.model import PolicyNet
 from fivectl.schema.spec import ObsSchema
 from fivectl.store.checkpoint import CheckpointStore
 from fivectl.store.rollouts import read_rollouts, read_schema_json
+from fivectl.store.run_spec import resolve_version, split_run_spec
 from fivectl.store.rundir import RunDir
 from fivectl.surgery.lineage import last_surgery, parent_path
 from fivectl.surgery.obsmap import obs_for_schema
-from fivectl.surgery.run import resolve_version, split_run_spec
 from fivectl.surgery.schemas import superset_errors
 
 TOLERANCE = 1e-5

@@ -1,0 +1,100 @@
+"""``fivectl train RECIPE --init-from RUN@VERSION``: a new run whose network starts as another run's version.
+
+A curriculum in the sense of the Honor of Kings papers: learn a smaller game first (the 1v1 quickstart), then
+start the larger one (5v5, three lanes) from what was learned, with a fresh optimizer, reward scalers, opponent
+pool and counters. The per-hero network has the same parameters in both games when the schema and ``[model]``
+agree; only the auxiliary heads sized by the team (``aux.networth_rank``: one rank per teammate) differ, and
+those keep the new run's initialization. Anything else that does not fit is bad input, checked before the run
+directory is created. The source is read, never written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from fivectl.config.loader import to_dict
+from fivectl.errors import BadInput
+from fivectl.model import PolicyNet
+from fivectl.schema.spec import ObsSchema
+from fivectl.store.checkpoint import CheckpointStore
+from fivectl.store.run_spec import resolve_version, split_run_spec
+from fivectl.store.rundir import RunDir
+
+# Parameters that may be sized by the game rather than by [model]: they start fresh when their shape differs.
+GAME_SIZED_PREFIXES = ("aux.",)
+EVENT = INIT_FROM_KEY = "init_from"  # the lineage event, and the run.json key of the pinned source
+
+
+@dataclass
+class InitialWeights:
+    """The tensors a new run's network starts from, checked against the network the recipe builds."""
+
+    spec: str
+    pinned_spec: str  # the source's absolute path @ the version number: what a restart before v0 reads again
+    run_name: str
+    version: int
+    tensors: dict[str, torch.Tensor]
+    fresh: list[str]  # game-sized parameters that keep the new run's initialization
+    model_config_changes: dict[str, Any]  # [model] keys whose values differ (same shapes): source values
+
+    def apply(self, model: PolicyNet) -> None:
+        missing, unexpected = model.load_state_dict(self.tensors, strict=False)
+        assert sorted(missing) == sorted(self.fresh) and not unexpected, (missing, unexpected)
+
+    def lineage_entry(self) -> dict[str, Any]:
+        return {
+            "event": EVENT,
+            "source": self.spec,
+            "source_name": self.run_name,
+            "source_version": self.version,
+            "fresh": self.fresh,
+            "model_config_changes": self.model_config_changes,
+        }
+
+
+def read_initial_weights(spec: str, model: PolicyNet, model_config: dict[str, Any]) -> InitialWeights:
+    """The weights of ``spec`` (``RUN`` or ``RUN@VERSION``) for ``model``: same schema, same parameter shapes
+    except the game-sized heads; BadInput naming every mismatch otherwise."""
+    path, version = split_run_spec(spec)
+    store = CheckpointStore(RunDir.open(path).checkpoints_path)
+    number = resolve_version(store, version, spec)
+    ckpt = store.load(number, sections=("model",))
+    attrs = ckpt.attrs
+    schema = ObsSchema.from_json(attrs["schema"])
+    if schema.to_json() != model.schema.to_json():
+        raise BadInput(
+            f"--init-from {spec}: its observation schema (v{schema.version}) is not the recipe's "
+            f"(v{model.schema.version}); carry it over with `fivectl surgery add-obs` first"
+        )
+    source = {k: ckpt.arrays["model"][k] for k in attrs["model_keys"]}
+    target = model.state_dict()
+    errors, fresh = [], []
+    for key, value in target.items():
+        have = source.get(key)
+        if have is not None and tuple(have.shape) == tuple(value.shape):
+            continue
+        if key.startswith(GAME_SIZED_PREFIXES):
+            fresh.append(key)
+        elif have is None:
+            errors.append(f"{key} is missing")
+        else:
+            errors.append(f"{key} is {list(have.shape)}, the recipe's {list(value.shape)}")
+    errors += [f"{key} is not in the recipe's network" for key in source.keys() - target.keys()]
+    if errors:
+        shown = "; ".join(errors[:4]) + (f"; and {len(errors) - 4} more" if len(errors) > 4 else "")
+        raise BadInput(f"--init-from {spec}: its network differs from the recipe's [model]: {shown}")
+    given = attrs.get("model_config", {})
+    changes = {k: given.get(k) for k, v in model_config.items() if given.get(k) != v}
+    tensors = {k: torch.from_numpy(np.array(a)) for k, a in source.items() if k not in fresh}
+    pinned = f"{path.resolve()}@{number}"
+    return InitialWeights(spec, pinned, path.name, number, tensors, sorted(fresh), changes)
+
+
+def initial_weights_for(spec: str, schema: ObsSchema, recipe) -> InitialWeights:
+    """Checked weights for a run of ``recipe`` about to start: built on a throwaway network of the recipe."""
+    model = PolicyNet(schema, recipe.model, recipe.game.team_size, obs_clip=recipe.train.obs_clip)
+    return read_initial_weights(spec, model, to_dict(recipe.model))
