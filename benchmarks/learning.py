@@ -2,6 +2,8 @@
 
     .venv/bin/python benchmarks/learning.py --minutes 30 --json --plot docs/learning_curve.png
     .venv/bin/python benchmarks/learning.py --recipe recipes/five-v-five-quick.toml --minutes 120 --json
+    .venv/bin/python benchmarks/learning.py --recipe recipes/five-v-five-quick.toml --minutes 90 --json \
+        --init-from QUICKSTART_RUN@latest     # a curriculum: 5v5 from a trained 1v1 network
 
 Reports the latest version's win rate against ``random``, ``bot:easy`` and ``bot:medium`` (200 games each by
 default, with Wilson 95% intervals) and its TrueSkill, plus a learning curve: win rate against bot:easy and
@@ -121,6 +123,9 @@ def main() -> None:
         "--eval-only", action="store_true", help="do not train: evaluate the run given by --run as it is"
     )
     parser.add_argument("--set", action="append", default=[], dest="overrides")
+    parser.add_argument(
+        "--init-from", default=None, help="start the network from RUN@VERSION (fivectl train --init-from)"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -137,6 +142,8 @@ def main() -> None:
     if args.eval_only and args.run is None:
         parser.error("--eval-only needs --run")
     extra = [x for o in args.overrides for x in ("--set", o)]
+    if args.init_from:
+        extra += ["--init-from", args.init_from]
     started = time.perf_counter()
     summary = None if args.eval_only else train(args.recipe, run_dir, args.minutes, extra)
     train_seconds = time.perf_counter() - started
@@ -147,7 +154,9 @@ def main() -> None:
     store = CheckpointStore(run.checkpoints_path)
     latest = store.latest()
     # Learning curve: checkpoints spread over the run, by the wall time at which they were written.
-    chosen = curve_versions([v for v in store.versions() if v > 0], args.curve_points)
+    # (version 0 too when it is another run's network: where the curve starts)
+    first = 0 if run.meta.get("init_from") else 1
+    chosen = curve_versions([v for v in store.versions() if v >= first], args.curve_points)
     if latest not in chosen:
         chosen.append(latest)
 
