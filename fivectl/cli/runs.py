@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from fivectl.cli.common import handle_errors, out_console, print_json
-from fivectl.store.rundir import RunDir, find_runs
+from fivectl.store.rundir import INIT_FROM, RunDir, find_runs
 from fivectl.store.summary import plot_learning_curves, run_summary
 from fivectl.surgery.lineage import describe, surgeries
 
@@ -78,6 +78,12 @@ def show(
         print_json(summary)
         return
     out_console.print(_overview_table(summary))
+    for entry in summary["lineage"]:
+        if entry.get("event") == INIT_FROM:  # train --init-from: where the network started
+            fresh = f" (fresh: {', '.join(entry['fresh'])})" if entry.get("fresh") else ""
+            out_console.print(
+                f"started from: {entry['source_name']}@{entry['source_version']}{fresh}", highlight=False
+            )
     chain = surgeries(summary["lineage"])
     if chain:  # oldest first: how this run came to be from its ancestors
         out_console.print("lineage:", style="bold")

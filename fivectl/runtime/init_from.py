@@ -22,11 +22,11 @@ from fivectl.model import PolicyNet
 from fivectl.schema.spec import ObsSchema
 from fivectl.store.checkpoint import CheckpointStore
 from fivectl.store.run_spec import resolve_version, split_run_spec
-from fivectl.store.rundir import RunDir
+from fivectl.store.rundir import INIT_FROM, RunDir
 
 # Parameters that may be sized by the game rather than by [model]: they start fresh when their shape differs.
 GAME_SIZED_PREFIXES = ("aux.",)
-EVENT = INIT_FROM_KEY = "init_from"  # the lineage event, and the run.json key of the pinned source
+EVENT = INIT_FROM_KEY = INIT_FROM  # the lineage event, and the run.json key of the pinned source
 
 
 @dataclass

@@ -32,6 +32,8 @@ from fivectl.store.atomic import write_json_atomic, write_text_atomic
 
 RUN_FILE = "run.json"
 RECIPE_FILE = "recipe.toml"
+# `train --init-from`: the run.json key of the source a new run's network starts from, and its lineage event
+INIT_FROM = "init_from"
 SUBDIRS = ("checkpoints.zarr", "rollouts", "replays", "metrics", "league", "logs")
 
 

@@ -51,6 +51,8 @@ def test_a_5v5_run_starts_from_a_1v1_version_with_only_the_team_sized_head_fresh
     (entry,) = [e for e in meta["lineage"] if e["event"] == "init_from"]
     assert entry["source_version"] == version and entry["fresh"] == fresh
     assert CheckpointStore(child / "checkpoints.zarr").latest() > 0  # and it trained on
+    shown = runner.invoke(app, ["runs", "show", str(child)])
+    assert f"started from: one@{version} (fresh: {', '.join(fresh)})" in " ".join(shown.stdout.split())
     assert model_arrays(parent, version).keys() == source.keys()  # the source is untouched
 
 
