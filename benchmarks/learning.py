@@ -53,6 +53,7 @@ def versus(result: dict) -> dict:
         # team play (games of two or more heroes a side, else None): the policy's, then the opponent's
         "grouped_kill_share": [result.get("a_grouped_kill_share"), result.get("b_grouped_kill_share")],
         "lanes_covered": [result.get("a_lanes_covered"), result.get("b_lanes_covered")],
+        "home_share": [result.get("a_home_share"), result.get("b_home_share")],
     }
 
 

@@ -194,7 +194,7 @@ def _report(r, game_cfg: GameConfig) -> str:
 
 
 def _team_play_lines(r, width: int) -> list[str]:
-    """Team play of each side (games of two or more heroes a side): grouped kills and lanes covered."""
+    """Team play of each side (games of two or more heroes a side): grouped kills, lanes covered, time at home."""
     if r.a_lanes_covered is None:
         return []
 
@@ -202,12 +202,14 @@ def _team_play_lines(r, width: int) -> list[str]:
         return "   -" if value is None else f"{value:4.2f}"
 
     return [
-        "  team play: kills with 2+ of the team near (mean per game), lanes covered (of the game's lanes)",
+        "  team play: kills with 2+ of the team near (mean per game), lanes covered (of the game's lanes),"
+        " share of hero-time in its own base",
         *(
             f"  {side} {spec:<{width}}  grouped kills {share(grouped)}  lanes covered {lanes:4.2f}"
-            for side, spec, grouped, lanes in (
-                ("A", r.a, r.a_grouped_kill_share, r.a_lanes_covered),
-                ("B", r.b, r.b_grouped_kill_share, r.b_lanes_covered),
+            f"  at home {share(home)}"
+            for side, spec, grouped, lanes, home in (
+                ("A", r.a, r.a_grouped_kill_share, r.a_lanes_covered, r.a_home_share),
+                ("B", r.b, r.b_grouped_kill_share, r.b_lanes_covered, r.b_home_share),
             )
         ),
     ]

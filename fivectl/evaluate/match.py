@@ -90,6 +90,9 @@ class MatchResult:
     a_lanes_covered: float | None = None
     """Team play: the mean number of lanes with at least one of A's living heroes on them."""
     b_lanes_covered: float | None = None
+    a_home_share: float | None = None
+    """Team play: the share of A's living hero-time spent in its own base (near its fountain)."""
+    b_home_share: float | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -109,7 +112,10 @@ MEANS = (
 """Per-game averages of a MatchResult: a merged result weighs each part's by its number of games."""
 
 
-OPTIONAL_MEANS = ("a_grouped_kill_share", "b_grouped_kill_share", "a_lanes_covered", "b_lanes_covered")
+OPTIONAL_MEANS = (
+    "a_grouped_kill_share", "b_grouped_kill_share", "a_lanes_covered", "b_lanes_covered", "a_home_share",
+    "b_home_share",
+)  # fmt: skip
 """Per-game averages that a result may lack (None): merged over the parts that have them."""
 
 

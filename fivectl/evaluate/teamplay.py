@@ -8,6 +8,8 @@ Two figures per game and team, read from the game state as the match plays:
 - **lanes covered**: over the game, the mean number of lanes (of 1 or 3) with at least one of the team's living
   heroes on them, sampled every ``every`` steps. A hero is on a lane when it is within ``LANE_WIDTH`` of the lane's
   path and outside both bases; five heroes that push one lane together cover 1, heroes spread to farm all three 3.
+- **home share**: of the team's living hero-time (same samples), the share spent within ``BASE_RADIUS`` of its own
+  fountain. A team that hides at home from a stronger enemy scores near 1; one that goes out to play, near 0.1.
 
 The tracker is vectorized over game slots: a snapshot before each step, a comparison after it.
 """
@@ -37,6 +39,8 @@ class TeamPlayTracker:
         self.grouped = np.zeros((total_games, 2))
         self.lanes_sum = np.zeros((total_games, 2))
         self.lane_samples = np.zeros((total_games, 2))
+        self.home_sum = np.zeros((total_games, 2))  # living heroes in their own base, summed over the samples
+        self.alive_sum = np.zeros((total_games, 2))  # living heroes, summed over the samples
         pts = np.asarray(env.layout.lane_pts, dtype=np.float64)  # [lanes, points, 2]
         self.seg_a, self.seg_b = pts[:, :-1], pts[:, 1:]  # [lanes, segments, 2]
         self.fountains = np.asarray(D.FOUNTAIN_POS, dtype=np.float64)
@@ -80,14 +84,18 @@ class TeamPlayTracker:
         lane = self._lane_of(xy[on])  # [n, H], -1 off-lane
         lane = np.where(alive[on], lane, -1)
         n_lanes = self.seg_a.shape[0]
+        games = slot_game[on]
         for t in (0, 1):
             mine = team[on] == t
             covered = np.zeros(lane.shape[0])
             for li in range(n_lanes):
                 covered += ((lane == li) & mine).any(axis=1)
-            games = slot_game[on]
             self.lanes_sum[games, t] += covered
             self.lane_samples[games, t] += 1.0
+            living = alive[on] & mine
+            at_home = ((xy[on] - self.fountains[t]) ** 2).sum(-1) <= BASE_RADIUS**2
+            self.home_sum[games, t] += (living & at_home).sum(axis=1)
+            self.alive_sum[games, t] += living.sum(axis=1)
 
     def _lane_of(self, xy: np.ndarray) -> np.ndarray:
         """int [n, H]: the nearest lane within LANE_WIDTH of each position, -1 when none or inside a base."""
@@ -104,8 +112,8 @@ class TeamPlayTracker:
     # ------------------------------------------------------------------ results
     def side_figures(self, ids: slice, team_a: np.ndarray) -> dict[str, float | None]:
         """Figures of A and of B over the games ``ids`` (A on team ``team_a[i]`` in game i): the grouped kill
-        share averaged over the games where the side killed at least once (None if it never did), and the mean
-        lanes covered."""
+        share averaged over the games where the side killed at least once (None if it never did), the mean
+        lanes covered, and the share of living hero-time at home over all the games' samples."""
         games_ix = np.arange(len(team_a))
         out: dict[str, float | None] = {}
         for side, teams in (("a", team_a), ("b", 1 - team_a)):
@@ -118,6 +126,8 @@ class TeamPlayTracker:
             samples = self.lane_samples[ids][games_ix, teams]
             lanes = self.lanes_sum[ids][games_ix, teams] / np.maximum(samples, 1.0)
             out[f"{side}_lanes_covered"] = float(lanes.mean())
+            alive = self.alive_sum[ids][games_ix, teams].sum()
+            out[f"{side}_home_share"] = float(self.home_sum[ids][games_ix, teams].sum() / max(alive, 1.0))
         return out
 
 

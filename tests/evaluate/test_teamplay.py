@@ -62,6 +62,8 @@ def test_lanes_covered_counts_the_lanes_with_a_living_hero_outside_the_bases(sch
     figures = tracker.side_figures(slice(0, 1), np.array([0]))
     assert figures["a_lanes_covered"] == 3.0
     assert figures["b_lanes_covered"] == 1.0
+    assert figures["a_home_share"] == 0.0
+    assert figures["b_home_share"] == pytest.approx(1 / 3)  # one of its three living heroes at its fountain
     env.state.alive[0, 1] = 0  # a dead hero covers no lane
     tracker.before_step(np.zeros(1, dtype=np.int64))  # sampled again only every tracker.every steps
     assert tracker.lane_samples[0, 0] == 1
@@ -72,6 +74,7 @@ def test_matches_of_teams_report_team_play_and_1v1_does_not():
     r = play_match("bot:easy", "random", game, games=2, batch=2)
     assert r.a_lanes_covered is not None and r.b_lanes_covered is not None
     assert r.a_lanes_covered > r.b_lanes_covered  # the bots walk to their lanes, random play mills at home
+    assert r.a_home_share < r.b_home_share
     assert "a_lanes_covered" in r.to_dict()
     solo = play_match("bot:easy", "random", GameConfig(time_limit_s=30.0), games=1)
     assert solo.a_lanes_covered is None and solo.a_grouped_kill_share is None
