@@ -288,6 +288,7 @@ def play_matches(
     if batch < 1:
         raise BadInput(f"batch must be >= 1, got {batch}")
     roles = _assign_roles(list(pairings), pool or AgentPool())
+    _check_team_sizes(roles.agents, game_cfg.team_size)
     schema = schema or _match_schema(roles.agents, scripted_schema)
     sizes = np.array([p.games for p in pairings], dtype=np.int64)
     slots = int(min(batch, sizes.sum()))
@@ -557,6 +558,17 @@ def env_with_change(change: str | None) -> EnvFactory | None:
         return env
 
     return make
+
+
+def _check_team_sizes(agents: list[Agent], team_size: int) -> None:
+    """A checkpoint plays the team size it was trained for (its network pools across that many heroes)."""
+    for a in agents:
+        size = getattr(a, "team_size", None)
+        if size is not None and size != team_size:
+            raise BadInput(
+                f"{a.spec} plays teams of {size}, this game has teams of {team_size}: give its game "
+                f"(--recipe of its run, or --set game.team_size={size})"
+            )
 
 
 def _schema_version(agents: list[Agent]) -> int:

@@ -266,3 +266,16 @@ def play_result(outcomes: list[int]) -> MatchResult:
         "a", "b", len(outcomes), a_wins, b_wins, draws, (a_wins + draws / 2) / len(outcomes), (0.0, 1.0),
         300.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0.0, 0.0, 0, 1.0, list(outcomes),
     )  # fmt: skip
+
+
+def test_a_checkpoint_of_another_team_size_is_bad_input_naming_both_sizes():
+    from types import SimpleNamespace
+
+    from fivectl.errors import BadInput
+    from fivectl.evaluate.match import _check_team_sizes
+
+    five = SimpleNamespace(spec="runs/five@9", team_size=5)
+    bot = SimpleNamespace(spec="bot:easy")  # scripted agents play any team size
+    _check_team_sizes([five, bot], 5)
+    with pytest.raises(BadInput, match=r"runs/five@9 plays teams of 5, this game has teams of 1.*team_size=5"):
+        _check_team_sizes([bot, five], 1)
