@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fivectl.config import Recipe
 from fivectl.config.loader import to_dict
 from fivectl.errors import BadInput
 from fivectl.model import PolicyNet
@@ -94,7 +95,7 @@ def read_initial_weights(spec: str, model: PolicyNet, model_config: dict[str, An
     return InitialWeights(spec, pinned, path.name, number, tensors, sorted(fresh), changes)
 
 
-def initial_weights_for(spec: str, schema: ObsSchema, recipe) -> InitialWeights:
+def initial_weights_for(spec: str, schema: ObsSchema, recipe: Recipe) -> InitialWeights:
     """Checked weights for a run of ``recipe`` about to start: built on a throwaway network of the recipe."""
     model = PolicyNet(schema, recipe.model, recipe.game.team_size, obs_clip=recipe.train.obs_clip)
     return read_initial_weights(spec, model, to_dict(recipe.model))
