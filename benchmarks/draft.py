@@ -163,7 +163,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--lane-samples", type=int, default=1, help="lane assignments averaged per lineup")
     ap.add_argument("--schema", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=1, help="torch threads (the CLI uses 1)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (the CLI: every core, --threads)")
     ap.add_argument("--skip-direct", action="store_true", help="time only the factored path")
     ap.add_argument("--skip-advise", action="store_true")
     ap.add_argument("--json", action="store_true")

@@ -37,14 +37,16 @@ def _progress(description: str):
     )  # fmt: skip
 
 
-def _model(spec: str):
+def _model(spec: str, threads: int = 1):
     """The checkpoint, which must observe the enemy lineup in its first frame (schema v3's global.enemy_lineup):
-    without it the win head cannot tell matchups apart."""
+    without it the win head cannot tell matchups apart. Games run one torch thread per process (small batches,
+    ``use_one_torch_thread``); precompute's large products use ``threads``."""
+    import torch
+
     from fivectl.cli.evaluate import fallback_warnings_on_stderr
     from fivectl.draft.model import load_draft_model, require_enemy_lineup
-    from fivectl.evaluate.run_eval import use_one_torch_thread
 
-    use_one_torch_thread()
+    torch.set_num_threads(threads)
     with fallback_warnings_on_stderr():
         model = load_draft_model(spec)
     require_enemy_lineup(model)
@@ -73,12 +75,19 @@ def precompute(
         typer.Option("--method", help="factored (lineup-independent work once per team; checked against direct on "
                      "sample lineups) or direct (the whole network per lineup). Same values."),
     ] = "factored",
+    threads: Annotated[
+        int | None, typer.Option("--threads", help="torch threads for the products (default: every core this "
+                                 "process may use).")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Rate every lineup by the model's first-frame P(team 0 wins) into a Zarr table (1v1: 272, 5v5: 4,900,896)."""
     from fivectl.draft.table import precompute as run_precompute
+    from fivectl.runtime.distributed import usable_cores
 
-    m = _model(model)
+    if threads is not None and threads < 1:
+        raise BadInput(f"--threads: at least 1, got {threads}")
+    m = _model(model, threads or usable_cores())
     if game is not None and game != m.game_name:
         raise BadInput(f"--game {game}: the model plays {m.game_name}")
     with _progress("rating lineups") as bar:

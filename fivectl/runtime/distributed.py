@@ -48,11 +48,16 @@ COLLECTIVE_TIMEOUT = timedelta(minutes=10)
 STOP, ITERATE = 0, 1
 
 
+def usable_cores() -> int:
+    """The CPU cores this process may use (its affinity where the OS has one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def available_learner_slots(device: torch.device) -> int:
     """How many learners this machine can run: one per GPU, or one per CPU core this process may use."""
     if device.type == "cuda":
         return torch.cuda.device_count()
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return usable_cores()
 
 
 def check_learners(learners: int, device: torch.device) -> None:

@@ -51,6 +51,23 @@ def test_precompute_methods_give_the_same_table_and_an_unknown_method_is_refused
     assert not (tmp_path / "x.zarr").exists()
 
 
+def test_precompute_runs_the_threads_asked_for_and_refuses_fewer_than_one(tmp_path, run1v1):
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        ok = runner.invoke(app, ["draft", "precompute", f"{run1v1.path}@3", "--out", str(tmp_path / "t.zarr"),
+                                 "--threads", "2", "--limit", "1"])  # fmt: skip
+        assert ok.exit_code == 0, ok.output
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    bad = runner.invoke(app, ["draft", "precompute", f"{run1v1.path}@3", "--out", str(tmp_path / "x.zarr"),
+                              "--threads", "0"])  # fmt: skip
+    assert bad.exit_code == 2 and bad.stderr.strip() == "error: --threads: at least 1, got 0"
+    assert not (tmp_path / "x.zarr").exists()
+
+
 def test_advise_one_shot_json_and_bad_names(table):
     result = runner.invoke(app, ["draft", "advise", str(table), "--picks", "Kestrel |", "--json"])
     assert result.exit_code == 0, result.output
