@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 
-def train_for(recipe: Path, run_dir: Path, minutes: float, *args: str) -> dict:
-    """``fivectl train RECIPE --run RUN --max-minutes M --json ARGS``; returns its JSON summary."""
+def train_for(recipe: Path, run_dir: Path, minutes: float, *args: str, code: Path | None = None) -> dict:
+    """``fivectl train RECIPE --run RUN --max-minutes M --json ARGS``; returns its JSON summary.
+
+    ``code``: a checkout of another version of fivectl to run instead of the installed one (first on
+    ``PYTHONPATH``, which the editable install's import hook comes after), e.g. the old code of an A/B comparison.
+    """
+    env = None
+    if code is not None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run(
         [
             sys.executable,
@@ -26,6 +34,7 @@ def train_for(recipe: Path, run_dir: Path, minutes: float, *args: str) -> dict:
         ],
         capture_output=True,
         text=True,
+        env=env,
     )
     if proc.returncode != 0:
         raise SystemExit(f"training failed ({proc.returncode}): {proc.stderr[-3000:]}")

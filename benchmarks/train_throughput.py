@@ -10,12 +10,22 @@ learners (``fivectl train --learners N``; each learner takes batch_windows windo
 larger). ``--backend ray`` adds a run with the rollout workers as Ray actors (``fivectl train --backend ray``,
 on a Ray instance started for the run, or the cluster at ``--ray-address``): on one machine, its samples/s
 against the local run's is Ray's overhead. ``--no-baseline`` skips the synchronous run (quick checks).
+
+``--against REF`` is the before/after comparison of a change instead: it checks out the git revision REF into a
+temporary worktree and trains the old code and this checkout alternately (old, new, new, old, ...) for
+``--rounds`` pairs, each with its own checkout's copy of the recipe, and reports every pair's ratio new / old and
+their median. Alternating back to back is what makes the ratio hold on a noisy machine; the CPU (model and vector
+units) is printed beside the figures.
+
+    .venv/bin/python benchmarks/train_throughput.py --against 019402f --rounds 3 --minutes 2 --json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,17 +36,24 @@ import pyarrow.compute as pc
 from fivectl.store.metrics import MetricsLog
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import cpu_model  # noqa: E402
 from _train import train_for  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def run_training(
-    recipe: Path, workers: int, minutes: float, run_dir: Path, extra: list[str], learners: int = 1
+    recipe: Path,
+    workers: int,
+    minutes: float,
+    run_dir: Path,
+    extra: list[str],
+    learners: int = 1,
+    code: Path | None = None,
 ) -> dict:
     started = time.perf_counter()
     summary = train_for(
-        recipe, run_dir, minutes, "--workers", str(workers), "--learners", str(learners), *extra
+        recipe, run_dir, minutes, "--workers", str(workers), "--learners", str(learners), *extra, code=code
     )
     table = MetricsLog(run_dir / "metrics").read()
     # Steady state: skip the first 20% of iterations (start-up, compile, first fragments).
@@ -70,6 +87,51 @@ def run_training(
     }
 
 
+def checkout(ref: str, where: Path) -> Path:
+    """A detached worktree of ``ref`` at ``where`` (removed by ``remove_checkout``)."""
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(where), ref], check=True,
+                   capture_output=True, text=True)
+    return where
+
+
+def remove_checkout(where: Path) -> None:
+    subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(where)], capture_output=True)
+
+
+def in_checkout(recipe: Path, code: Path) -> Path:
+    """The same recipe file in another checkout (recipes inside the repository), else the given one."""
+    try:
+        return code / recipe.resolve().relative_to(REPO)
+    except ValueError:
+        return recipe
+
+
+def compare_with(ref: str, args: argparse.Namespace, extra: list[str], tmp: Path) -> dict:
+    """Old code (``ref``) and this checkout alternately, ``args.rounds`` pairs: samples/s and ratios new / old."""
+    old_code = checkout(ref, tmp / "old-code")
+    try:
+        pairs = []
+        for i in range(args.rounds):
+            order = ("old", "new") if i % 2 == 0 else ("new", "old")
+            pair = {}
+            for which in order:
+                code = old_code if which == "old" else None
+                recipe = in_checkout(args.recipe, old_code) if code else args.recipe
+                run = run_training(recipe, args.workers, args.minutes, tmp / f"{which}-{i}", extra, code=code)
+                pair[which] = run["samples_per_s"]
+                print(f"round {i + 1} {which}: {run['samples_per_s']:,.0f} samples/s", file=sys.stderr)
+            pair["ratio"] = pair["new"] / max(pair["old"], 1e-9)
+            pairs.append(pair)
+    finally:
+        remove_checkout(old_code)
+    return {
+        "against": ref,
+        "minutes": args.minutes,
+        "pairs": pairs,
+        "median_ratio": statistics.median(p["ratio"] for p in pairs),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -83,10 +145,22 @@ def main() -> None:
     )
     parser.add_argument("--ray-address", default="", help="Ray cluster for --backend ray (default: start one)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the synchronous single-process run")
+    parser.add_argument("--against", default="", help="git revision of the old code: alternate old and new")
+    parser.add_argument("--rounds", type=int, default=2, help="old/new pairs with --against")
     parser.add_argument("--set", action="append", default=[], dest="overrides")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     extra = [x for o in args.overrides for x in ("--set", o)]
+    if args.against:
+        with tempfile.TemporaryDirectory() as tmp:
+            result = {"recipe": str(args.recipe), "machine": cpu_model(), **compare_with(args.against, args, extra, Path(tmp))}
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            for i, pair in enumerate(result["pairs"], 1):
+                print(f"pair {i}: old {pair['old']:,.0f}, new {pair['new']:,.0f} samples/s: {pair['ratio']:.2f}x")
+            print(f"median new / old: {result['median_ratio']:.2f}x ({result['machine']})")
+        return
     with tempfile.TemporaryDirectory() as tmp:
         actor_learner = run_training(args.recipe, args.workers, args.minutes, Path(tmp) / "async", extra)
         baseline = (
@@ -101,7 +175,7 @@ def main() -> None:
         if args.backend == "ray":
             ray_args = ["--backend", "ray"] + (["--ray-address", args.ray_address] if args.ray_address else [])
             on_ray = run_training(args.recipe, args.workers, args.minutes, Path(tmp) / "ray", extra + ray_args)
-    result = {"recipe": str(args.recipe), "actor_learner": actor_learner}
+    result = {"recipe": str(args.recipe), "machine": cpu_model(), "actor_learner": actor_learner}
     if baseline is not None:
         result["synchronous_baseline"] = baseline
         result["speedup"] = actor_learner["samples_per_s"] / max(baseline["samples_per_s"], 1e-9)
