@@ -124,6 +124,7 @@ def measure_model(
     x = torch.randn(WINDOW, windows, cfg.model.fc_size, device=device)
     bare = timed(lambda: bare_lstm_step(lstm, x, state0), repeats)
     iteration_samples, iteration_s = measure_ppo_iteration(cfg, schema, windows, repeats, device)
+    _, iteration_bf16_s = measure_ppo_iteration(cfg, schema, windows, repeats, device, "bfloat16")
     samples = WINDOW * windows
     return {
         "model": name,
@@ -140,12 +141,15 @@ def measure_model(
         "bare_lstm_samples_per_s": samples / bare,
         "overhead_ratio": ours / bare,
         "ppo_iteration_samples_per_s": iteration_samples / iteration_s,
+        "ppo_iteration_bfloat16_samples_per_s": iteration_samples / iteration_bf16_s,
     }
 
 
-def measure_ppo_iteration(cfg, schema, windows: int, repeats: int, device: torch.device) -> tuple[int, float]:
+def measure_ppo_iteration(
+    cfg, schema, windows: int, repeats: int, device: torch.device, precision: str = "float32"
+) -> tuple[int, float]:
     """(samples, median seconds) of one ``PPOLearner.train_iteration`` on ``windows`` 16-step windows of
-    synthetic fragments (batch moved to the device inside, as in training)."""
+    synthetic fragments (batch moved to the device inside, as in training), at ``train.precision``."""
     from aux_overhead import fragment_batch  # the benchmarks' synthetic learner batch
 
     torch.manual_seed(0)
@@ -155,7 +159,7 @@ def measure_ppo_iteration(cfg, schema, windows: int, repeats: int, device: torch
     columns = max(2 * team, windows * WINDOW // steps // (2 * team) * (2 * team))
     batch = fragment_batch(net.cpu(), steps, columns, len(cfg.model.aux_objectives))
     net.to(device)
-    train = replace(cfg.train, bptt=WINDOW, epochs=1, minibatches=1)
+    train = replace(cfg.train, bptt=WINDOW, epochs=1, minibatches=1, precision=precision)
     learner = PPOLearner(net, train, team_size=team, aux_loss_fn=aux_losses, objective_gamma=0.999)
     hp = Hyperparameters(learning_rate=1e-4, entropy_coef=0.01, team_spirit=0.0, horizon_s=10.0, gamma=0.99)
     return steps * columns, timed(lambda: learner.train_iteration(batch, hp), repeats)
@@ -269,7 +273,8 @@ def main() -> None:
             f"{m['model']:>10}: {m['parameters']:>11,} params, {m['samples_per_s']:>9.0f} samples/s "
             f"(bare LSTM {m['bare_lstm_samples_per_s']:.0f}/s, ratio {m['overhead_ratio']:.2f}x); "
             f"bfloat16 {m['bfloat16_samples_per_s']:.0f}/s ({m['bfloat16_speedup']:.2f}x); "
-            f"whole PPO iteration {m['ppo_iteration_samples_per_s']:.0f}/s"
+            f"whole PPO iteration {m['ppo_iteration_samples_per_s']:.0f}/s "
+            f"(bfloat16 {m['ppo_iteration_bfloat16_samples_per_s']:.0f}/s)"
         )
     for k, v in result.get("lstm_resets", {}).items():
         if k.endswith("samples_per_s"):
