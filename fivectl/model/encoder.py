@@ -82,6 +82,7 @@ class ObsEncoder(nn.Module):
         self.unitsets = ByName()
         self.grids = ByName()
         self.output_slices: dict[str, slice] = {}
+        self._stacked_cache: dict[str, tuple] = {}
         start = 0
         for g in schema.groups:
             if g.n_float:
@@ -127,12 +128,37 @@ class ObsEncoder(nn.Module):
         if g.n_float:
             parts.append(self.norms[g.name](obs[f"{g.name}.float"]))
         if g.cat_fields:
-            cats = obs[f"{g.name}.cat"].long()
-            embeds = self.embeds[g.name]
-            for f in g.cat_fields:
-                e = embeds[f.name](cats[..., g.cat_columns()[f.name]])  # [..., width, E]
-                parts.append(e.flatten(-2))
+            parts.extend(self.embedded(g, obs[f"{g.name}.cat"]))
         return torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
+
+    def embedded(self, g: Group, cats: torch.Tensor) -> list[torch.Tensor]:
+        """The embeddings of a group's categorical columns, field after field: parts ``[..., width * E]``.
+
+        Without a gradient (acting), one lookup in the fields' tables stacked together (``stacked_embeddings``)
+        instead of one per field: the same rows, in the same order, in fewer operations. Training keeps one
+        ``nn.Embedding`` call per field, whose backward is what the optimizer expects.
+        """
+        if not torch.is_grad_enabled():
+            table, offsets = self.stacked_embeddings(g)
+            return [nn.functional.embedding(cats + offsets, table).flatten(-2)]
+        cats = cats.long()
+        embeds = self.embeds[g.name]
+        columns = g.cat_columns()
+        return [embeds[f.name](cats[..., columns[f.name]]).flatten(-2) for f in g.cat_fields]
+
+    def stacked_embeddings(self, g: Group) -> tuple[torch.Tensor, torch.Tensor]:
+        """(every field's table stacked [sum of vocabs, E], each categorical column's row offset in it), rebuilt
+        only when a table changes (keyed like the normalizer's cache: version counters and storage)."""
+        weights = [self.embeds[g.name][f.name].weight for f in g.cat_fields]
+        key = tuple((w._version, w.data_ptr(), w.shape[0]) for w in weights)
+        cached = self._stacked_cache.get(g.name)
+        if cached is None or cached[0] != key:
+            starts = torch.tensor([0, *(w.shape[0] for w in weights[:-1])]).cumsum(0)
+            widths = torch.tensor([f.width for f in g.cat_fields])
+            offsets = starts.repeat_interleave(widths).to(weights[0].device)
+            cached = (key, torch.cat([w.detach() for w in weights]), offsets)
+            self._stacked_cache[g.name] = cached
+        return cached[1], cached[2]
 
     def observed_units(self, g: Group, obs: Obs) -> torch.Tensor:
         """The shared unit MLP of a ``unitset`` group: ``[N, count, E]``, exactly 0 on empty slots.

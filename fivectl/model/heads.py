@@ -33,6 +33,12 @@ def log_prob_and_entropy(logits: torch.Tensor, index: torch.Tensor) -> tuple[tor
     return chosen, entropy
 
 
+def log_prob_only(logits: torch.Tensor, index: torch.Tensor) -> tuple[torch.Tensor, None]:
+    """``log_prob_and_entropy`` without the entropy, for acting: the same log-probability in fewer operations."""
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return logp.gather(-1, index.unsqueeze(-1)).squeeze(-1), None
+
+
 class ScaleGrad(torch.autograd.Function):
     """Identity forward; the backward gradient is multiplied by ``weight``.
 

@@ -25,7 +25,7 @@ from torch import nn
 from fivectl.config.model import ModelConfig
 from fivectl.errors import BadInput
 from fivectl.model.encoder import Obs, ObsEncoder
-from fivectl.model.heads import log_prob_and_entropy, masked_logits, sample, scale_grad
+from fivectl.model.heads import log_prob_and_entropy, log_prob_only, masked_logits, sample, scale_grad
 from fivectl.schema.spec import ObsSchema
 
 State = tuple[torch.Tensor, torch.Tensor]
@@ -81,7 +81,7 @@ def run_lstm(lstm: nn.LSTM, x: torch.Tensor, state: State, first: torch.Tensor) 
     one fused call; windows without an inner reset (the common case) are a single call.
     """
     t_total = x.shape[0]
-    inner_resets = (first[1:].any(dim=1).nonzero().flatten() + 1).tolist()
+    inner_resets = (first[1:].any(dim=1).nonzero().flatten() + 1).tolist() if t_total > 1 else []
     bounds = [0, *inner_resets, t_total]
     h, c = state
     outputs = []
@@ -155,11 +155,12 @@ class PolicyNet(nn.Module):
     def _trunk(
         self, obs: Obs, state: State, first: torch.Tensor
     ) -> tuple[torch.Tensor, list[torch.Tensor], State]:
-        """obs [T, B, ...] -> LSTM outputs [T, B, H], unit embeddings per target set [T*B, count, E], state."""
+        """obs [T*B, ...] (time-major) -> LSTM outputs [T, B, H], unit embeddings per target set
+        [T*B, count, E], state. ``first`` [T, B] gives the shape."""
         t, b = first.shape
         if b % self.team_size:
             raise BadInput(f"batch of {b} agents is not a whole number of teams of {self.team_size}")
-        flat, units = self.encoder({k: v.flatten(0, 1) for k, v in obs.items()})
+        flat, units = self.encoder(obs)
         x = torch.relu(self.fc(flat)).view(t, b, -1)
         x = cross_hero_pool(x, self.team_size, self.pool_width)
         out, state = run_lstm(self.lstm, x, state, first.bool())
@@ -192,8 +193,8 @@ class PolicyNet(nn.Module):
         return (logit_y.unsqueeze(-1) + logit_x.unsqueeze(-2)).flatten(-2)
 
     def _delay(
-        self, h: torch.Tensor, actions: torch.Tensor | None, deterministic: bool
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        self, h: torch.Tensor, actions: torch.Tensor | None, deterministic: bool, score=log_prob_and_entropy
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """-> delay [N], its log-probability and entropy; without ``learn_delay`` every action acts at once."""
         if not self.cfg.learn_delay:
             delay = torch.zeros(h.shape[0], dtype=torch.long, device=h.device)
@@ -201,7 +202,7 @@ class PolicyNet(nn.Module):
             return (delay if actions is None else actions[:, DELAY]), zero, zero
         delay_logits = self.heads["delay"](h)
         delay = sample(delay_logits, deterministic) if actions is None else actions[:, DELAY]
-        lp_delay, ent_delay = log_prob_and_entropy(delay_logits, delay)
+        lp_delay, ent_delay = score(delay_logits, delay)
         return delay, lp_delay, ent_delay
 
     def _policy(
@@ -211,30 +212,33 @@ class PolicyNet(nn.Module):
         obs: Obs,
         actions: torch.Tensor | None,
         deterministic: bool,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
-        """Sample (``actions`` None) or score ``actions`` [N, 4]: -> actions, log-prob, entropy, per-head entropy.
+        with_entropy: bool = True,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, dict[str, torch.Tensor] | None]:
+        """Sample (``actions`` None) or score ``actions`` [N, 4]: -> actions, log-prob, entropy, per-head entropy
+        (the last two None without ``with_entropy``: acting needs only the log-probability).
 
         h [N, H]; obs masks [N, ...]. Heads are decoded in dependency order: primary first, then the target
         restricted to ``target_mask[primary]``.
         """
+        score = log_prob_and_entropy if with_entropy else log_prob_only
         n = h.shape[0]
         rows = torch.arange(n, device=h.device)
         primary_logits = masked_logits(self.heads["primary"](h), obs["action_mask"])
         offset_logits = self._offset_logits(h)
         # Sampled in this order (primary, delay, offset) so a seed keeps giving the same actions.
         primary = sample(primary_logits, deterministic) if actions is None else actions[:, PRIMARY]
-        delay, lp_delay, ent_delay = self._delay(h, actions, deterministic)
+        delay, lp_delay, ent_delay = self._delay(h, actions, deterministic, score)
         offset = sample(offset_logits, deterministic) if actions is None else actions[:, OFFSET]
         uses = obs["param_mask"][rows, primary]  # [N, 2]
-        lp_primary, ent_primary = log_prob_and_entropy(primary_logits, primary)
-        lp_offset, ent_offset = log_prob_and_entropy(offset_logits, offset)
+        lp_primary, ent_primary = score(primary_logits, primary)
+        lp_offset, ent_offset = score(offset_logits, offset)
         uses_offset = uses[:, 1]
         zero = torch.zeros_like(lp_primary)
         if self.n_targets:
             allowed = obs["target_mask"][rows, primary]  # [N, M]
             target_logits = self._target_logits(h, units, allowed)
             target = sample(target_logits, deterministic) if actions is None else actions[:, TARGET]
-            lp_target, ent_target = log_prob_and_entropy(target_logits, target)
+            lp_target, ent_target = score(target_logits, target)
             # A unit action with no valid target is a no-op in the game: its target is not a choice at all.
             uses_target = uses[:, 0] & allowed.any(dim=-1)
         else:
@@ -248,13 +252,15 @@ class PolicyNet(nn.Module):
             + torch.where(uses_target, lp_target, zero)
             + torch.where(uses_offset, lp_offset, zero)
         )
-        head_entropy = {
-            "primary": ent_primary,
-            "delay": ent_delay,
-            "target": torch.where(uses_target, ent_target, zero),
-            "offset": torch.where(uses_offset, ent_offset, zero),
-        }
-        entropy = sum(head_entropy.values())
+        entropy = head_entropy = None
+        if with_entropy:
+            head_entropy = {
+                "primary": ent_primary,
+                "delay": ent_delay,
+                "target": torch.where(uses_target, ent_target, zero),
+                "offset": torch.where(uses_offset, ent_offset, zero),
+            }
+            entropy = sum(head_entropy.values())
         if actions is None:
             actions = torch.stack([primary, delay, target, offset], dim=-1)
         return actions, logprob, entropy, head_entropy
@@ -292,9 +298,9 @@ class PolicyNet(nn.Module):
     ) -> ActOutput:
         """One step for B agents: obs tensors [B, ...], ``first`` bool [B] (reset the state before this step).
         ``with_aux`` adds the net-worth rank and objective probabilities (what labels bootstrap from, paper D)."""
-        h, units, state = self._trunk({k: v.unsqueeze(0) for k, v in obs.items()}, state, first.unsqueeze(0))
+        h, units, state = self._trunk(obs, state, first.unsqueeze(0))
         h = h[0]
-        actions, logprob, _, _ = self._policy(h, units, obs, None, deterministic)
+        actions, logprob, _, _ = self._policy(h, units, obs, None, deterministic, with_entropy=False)
         return ActOutput(
             actions=actions,
             logprob=logprob,
@@ -307,7 +313,7 @@ class PolicyNet(nn.Module):
     def evaluate(self, obs: Obs, actions: torch.Tensor, state0: State, first: torch.Tensor) -> EvalOutput:
         """Score stored ``actions`` [T, B, 4] over a window: obs [T, B, ...], ``first`` [T, B], initial ``state0``."""
         t, b = first.shape
-        h, units, state = self._trunk(obs, state0, first)
+        h, units, state = self._trunk({k: v.flatten(0, 1) for k, v in obs.items()}, state0, first)
         flat_h = h.reshape(t * b, -1)
         masks = {k: obs[k].flatten(0, 1) for k in ("action_mask", "target_mask", "param_mask")}
         _, logprob, entropy, head_entropy = self._policy(
