@@ -20,8 +20,8 @@ def sample(logits: torch.Tensor, deterministic: bool) -> torch.Tensor:
     """One index per row of ``logits`` [N, K]: argmax, or a draw from softmax(logits) (Gumbel-max)."""
     if deterministic:
         return logits.argmax(dim=-1)
-    u = torch.rand_like(logits).clamp_(min=1e-20, max=1.0 - 1e-7)
-    return (logits - torch.log(-torch.log(u))).argmax(dim=-1)
+    minus_gumbel = torch.rand_like(logits).clamp_(min=1e-20, max=1.0 - 1e-7).log_().neg_().log_()  # log(-log u)
+    return (logits - minus_gumbel).argmax(dim=-1)
 
 
 def log_prob_and_entropy(logits: torch.Tensor, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

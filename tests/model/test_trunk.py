@@ -257,3 +257,40 @@ def test_slot_pooling_takes_the_max_and_its_gradient_equals_amaxs_without_positi
     positive = per_unit > 0
     assert torch.equal(grads[0][positive], grads[1][positive])
     assert grads[0][positive].abs().sum() > 0  # the check is not vacuous
+
+
+def test_acting_without_gradient_encodes_exactly_as_training_does_and_follows_weight_changes(schema):
+    """Acting looks up every categorical field of a group in one stacked table (no gradient); training keeps one
+    embedding per field. Both must give the same input, also after the tables change in place (an optimizer
+    step, a worker's parameter copy), which the stacked table's cache has to notice."""
+    net = make_net(schema, seed=4)
+    obs = make_obs(schema, (5, 3), seed=9)
+    encoder = net.encoder
+    groups = [g for g in schema.groups if len(g.cat_fields) > 1]
+    assert groups, "the check needs a group with several categorical fields"
+    for step in range(2):
+        for g in schema.groups:
+            if not g.cat_fields:
+                continue
+            training = encoder.group_input(g, obs)
+            with torch.no_grad():
+                acting = encoder.group_input(g, obs)
+            assert torch.equal(acting, training.detach()), (step, g.name)
+        with torch.no_grad():  # change every table in place, as the optimizer does
+            for g in groups:
+                for f in g.cat_fields:
+                    encoder.embeds[g.name][f.name].weight.mul_(-2.0).add_(0.5)
+
+
+def test_act_gives_the_log_probability_evaluate_gives_to_the_same_step(schema):
+    """``act`` scores its sampled action without computing entropies; the log-probability must be evaluate's."""
+    net = make_net(schema, team_size=2, seed=2)
+    obs = make_obs(schema, (4,), seed=3)
+    state = net.initial_state(4)
+    first = torch.tensor([True, False, False, True])
+    torch.manual_seed(0)
+    out = net.act(obs, state, first)
+    with torch.no_grad():
+        ev = net.evaluate({k: v.unsqueeze(0) for k, v in obs.items()}, out.actions[None], state, first[None])
+    assert torch.equal(out.logprob, ev.logprob[0])
+    assert torch.equal(out.value, ev.value[0])
