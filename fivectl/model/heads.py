@@ -24,19 +24,18 @@ def sample(logits: torch.Tensor, deterministic: bool) -> torch.Tensor:
     return (logits - minus_gumbel).argmax(dim=-1)
 
 
-def log_prob_and_entropy(logits: torch.Tensor, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """log softmax(logits)[index] and the entropy -sum p log p, per row (0 * masked log p is 0, not NaN).
+def log_prob_and_entropy(
+    logits: torch.Tensor, index: torch.Tensor, with_entropy: bool = True
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """log softmax(logits)[index] and the entropy -sum p log p, per row (0 * masked log p is 0, not NaN); the
+    entropy is None without ``with_entropy`` (acting needs only the log-probability).
     Always in float32: bfloat16 logits (learner autocast) would round the PPO ratio to 3 significant digits."""
     logp = torch.log_softmax(logits.float(), dim=-1)
     chosen = logp.gather(-1, index.unsqueeze(-1)).squeeze(-1)
+    if not with_entropy:
+        return chosen, None
     entropy = -(logp.exp() * logp).sum(dim=-1)
     return chosen, entropy
-
-
-def log_prob_only(logits: torch.Tensor, index: torch.Tensor) -> tuple[torch.Tensor, None]:
-    """``log_prob_and_entropy`` without the entropy, for acting: the same log-probability in fewer operations."""
-    logp = torch.log_softmax(logits.float(), dim=-1)
-    return logp.gather(-1, index.unsqueeze(-1)).squeeze(-1), None
 
 
 class ScaleGrad(torch.autograd.Function):

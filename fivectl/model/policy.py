@@ -25,7 +25,7 @@ from torch import nn
 from fivectl.config.model import ModelConfig
 from fivectl.errors import BadInput
 from fivectl.model.encoder import Obs, ObsEncoder
-from fivectl.model.heads import log_prob_and_entropy, log_prob_only, masked_logits, sample, scale_grad
+from fivectl.model.heads import log_prob_and_entropy, masked_logits, sample, scale_grad
 from fivectl.schema.spec import ObsSchema
 
 State = tuple[torch.Tensor, torch.Tensor]
@@ -193,7 +193,7 @@ class PolicyNet(nn.Module):
         return (logit_y.unsqueeze(-1) + logit_x.unsqueeze(-2)).flatten(-2)
 
     def _delay(
-        self, h: torch.Tensor, actions: torch.Tensor | None, deterministic: bool, score=log_prob_and_entropy
+        self, h: torch.Tensor, actions: torch.Tensor | None, deterministic: bool, with_entropy: bool = True
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """-> delay [N], its log-probability and entropy; without ``learn_delay`` every action acts at once."""
         if not self.cfg.learn_delay:
@@ -202,7 +202,7 @@ class PolicyNet(nn.Module):
             return (delay if actions is None else actions[:, DELAY]), zero, zero
         delay_logits = self.heads["delay"](h)
         delay = sample(delay_logits, deterministic) if actions is None else actions[:, DELAY]
-        lp_delay, ent_delay = score(delay_logits, delay)
+        lp_delay, ent_delay = log_prob_and_entropy(delay_logits, delay, with_entropy)
         return delay, lp_delay, ent_delay
 
     def _policy(
@@ -220,25 +220,24 @@ class PolicyNet(nn.Module):
         h [N, H]; obs masks [N, ...]. Heads are decoded in dependency order: primary first, then the target
         restricted to ``target_mask[primary]``.
         """
-        score = log_prob_and_entropy if with_entropy else log_prob_only
         n = h.shape[0]
         rows = torch.arange(n, device=h.device)
         primary_logits = masked_logits(self.heads["primary"](h), obs["action_mask"])
         offset_logits = self._offset_logits(h)
         # Sampled in this order (primary, delay, offset) so a seed keeps giving the same actions.
         primary = sample(primary_logits, deterministic) if actions is None else actions[:, PRIMARY]
-        delay, lp_delay, ent_delay = self._delay(h, actions, deterministic, score)
+        delay, lp_delay, ent_delay = self._delay(h, actions, deterministic, with_entropy)
         offset = sample(offset_logits, deterministic) if actions is None else actions[:, OFFSET]
         uses = obs["param_mask"][rows, primary]  # [N, 2]
-        lp_primary, ent_primary = score(primary_logits, primary)
-        lp_offset, ent_offset = score(offset_logits, offset)
+        lp_primary, ent_primary = log_prob_and_entropy(primary_logits, primary, with_entropy)
+        lp_offset, ent_offset = log_prob_and_entropy(offset_logits, offset, with_entropy)
         uses_offset = uses[:, 1]
         zero = torch.zeros_like(lp_primary)
         if self.n_targets:
             allowed = obs["target_mask"][rows, primary]  # [N, M]
             target_logits = self._target_logits(h, units, allowed)
             target = sample(target_logits, deterministic) if actions is None else actions[:, TARGET]
-            lp_target, ent_target = score(target_logits, target)
+            lp_target, ent_target = log_prob_and_entropy(target_logits, target, with_entropy)
             # A unit action with no valid target is a no-op in the game: its target is not a choice at all.
             uses_target = uses[:, 0] & allowed.any(dim=-1)
         else:
