@@ -148,16 +148,19 @@ class ObsEncoder(nn.Module):
 
     def stacked_embeddings(self, g: Group) -> tuple[torch.Tensor, torch.Tensor]:
         """(every field's table stacked [sum of vocabs, E], each categorical column's row offset in it), rebuilt
-        only when a table changes (keyed like the normalizer's cache: version counters and storage)."""
+        only when a table changes (keyed like the normalizer's cache: version counters and storage), and on every
+        call while ``torch.jit.trace`` records one (``fivectl.model.traced``)."""
         weights = [self.embeds[g.name][f.name].weight for f in g.cat_fields]
         key = tuple((w._version, w.data_ptr(), w.shape[0]) for w in weights)
         cached = self._stacked_cache.get(g.name)
-        if cached is None or cached[0] != key:
+        tracing = torch.jit.is_tracing()  # a traced graph must stack the live tables, not hold this copy
+        if tracing or cached is None or cached[0] != key:
             starts = torch.tensor([0, *(w.shape[0] for w in weights[:-1])]).cumsum(0)
             widths = torch.tensor([f.width for f in g.cat_fields])
             offsets = starts.repeat_interleave(widths).to(weights[0].device)
             cached = (key, torch.cat([w.detach() for w in weights]), offsets)
-            self._stacked_cache[g.name] = cached
+            if not tracing:
+                self._stacked_cache[g.name] = cached
         return cached[1], cached[2]
 
     def observed_units(self, g: Group, obs: Obs) -> torch.Tensor:

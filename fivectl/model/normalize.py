@@ -107,16 +107,20 @@ class RunningMeanStd(nn.Module):
         A rollout worker normalizes every step with statistics that change once per published version, so
         converting the float64 buffers on every call was 8% of its time. The tensors' version counters change
         on every in-place write (``update``, ``load_state_dict``, a worker's parameter copy), which keys the cache.
+        While ``torch.jit.trace`` records a graph (``fivectl.model.traced``) they are computed, not cached.
         """
         stats = (self.mean, self.var, self.mask)
         key = (*(t._version for t in stats), *(t.data_ptr() for t in stats), dtype)
         cache = self._standardizer_cache
-        if cache is None or cache[0] != key:
+        tracing = torch.jit.is_tracing()  # a traced graph must derive them from the live statistics
+        if tracing or cache is None or cache[0] != key:
             mask = self.mask
             shift = torch.where(mask, self.mean, 0.0).to(dtype)
             scale = torch.where(mask, torch.rsqrt(self.var + self.eps), 1.0).to(dtype)
             bound = torch.where(mask, self.clip, float("inf")).to(dtype)
             cache = (key, (shift, scale, -bound, bound))
+            if tracing:
+                return cache[1]
             self._standardizer_cache = cache
         return cache[1]
 

@@ -18,6 +18,7 @@ import torch
 
 from fivectl.config import Recipe
 from fivectl.model import PolicyNet
+from fivectl.model.traced import TracedActor
 from fivectl.rl.reward import shape_rewards
 from fivectl.runtime.allocator import keep_freed_memory
 from fivectl.runtime.buffers import ArraySpec, FragmentSlots
@@ -132,6 +133,7 @@ class RolloutWorker:
         torch.manual_seed(seed)
         self.net = PolicyNet(schema, recipe.model, self.team_size, obs_clip=recipe.train.obs_clip)
         self.net.eval()
+        self.actor = TracedActor(self.net)  # the same act, replayed from a recorded graph (model/traced.py)
         self.version = -1
         self.team_spirit = recipe.reward.team_spirit.start
         self.pool: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.int64), np.zeros(0))
@@ -192,7 +194,7 @@ class RolloutWorker:
                 self.replays.label(self.opponents.opponent, self.opponents.learner_side, self.version, LATEST)
             obs_t = {key: torch.from_numpy(value) for key, value in self.obs.items()}
             # a recorded game takes the objective predictions from the same forward pass (the aux heads only)
-            out = self.net.act(obs_t, self.state, self.first, with_aux=recording)
+            out = self.actor.act(obs_t, self.state, self.first, with_aux=recording)
             self.opponents.act(obs_t, self.first, out.actions)
             self.opponents.act_bots(self.env, self.raw_obs, out.actions)
             actions = out.actions.numpy().astype(np.int32)
@@ -238,7 +240,7 @@ class RolloutWorker:
                 ctrl_row[CTRL_HEARTBEAT] = time.time()
                 ctrl_row[CTRL_STEPS] += 1
         # Bootstrap values for the step after the fragment (GAE at fragment ends), from the same policy version.
-        tail = self.net.act(
+        tail = self.actor.act(
             {key: torch.from_numpy(v) for key, v in self.obs.items()}, self.state, self.first, with_aux=True
         )
         views["last_value"][...] = tail.value.numpy()
