@@ -1,4 +1,4 @@
-"""End-to-end training throughput: the actor-learner (2 workers) against a synchronous single-process baseline.
+"""End-to-end training throughput: the actor-learner (the recipe's workers) against a synchronous baseline.
 
     .venv/bin/python benchmarks/train_throughput.py --minutes 3 --json
 
@@ -44,7 +44,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def run_training(
     recipe: Path,
-    workers: int,
+    workers: int | None,
     minutes: float,
     run_dir: Path,
     extra: list[str],
@@ -52,9 +52,8 @@ def run_training(
     code: Path | None = None,
 ) -> dict:
     started = time.perf_counter()
-    summary = train_for(
-        recipe, run_dir, minutes, "--workers", str(workers), "--learners", str(learners), *extra, code=code
-    )
+    worker_args = [] if workers is None else ["--workers", str(workers)]
+    summary = train_for(recipe, run_dir, minutes, *worker_args, "--learners", str(learners), *extra, code=code)
     table = MetricsLog(run_dir / "metrics").read()
     # Steady state: skip the first 20% of iterations (start-up, compile, first fragments).
     n = table.num_rows
@@ -138,7 +137,7 @@ def main() -> None:
     )
     parser.add_argument("--minutes", type=float, default=3.0, help="wall-clock minutes per configuration")
     parser.add_argument("--recipe", type=Path, default=REPO / "recipes" / "quickstart.toml")
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=None, help="rollout workers (default: the recipe's)")
     parser.add_argument("--learners", type=int, default=1, help="also run with this many learners (> 1)")
     parser.add_argument(
         "--backend", choices=("local", "ray"), default="local", help="ray: also run with Ray actors as workers"
@@ -188,7 +187,8 @@ def main() -> None:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"actor-learner ({args.workers} workers): {actor_learner['samples_per_s']:,.0f} samples/s")
+        workers = "the recipe's" if args.workers is None else args.workers
+        print(f"actor-learner ({workers} workers): {actor_learner['samples_per_s']:,.0f} samples/s")
         if baseline is not None:
             print(f"synchronous baseline:       {baseline['samples_per_s']:,.0f} samples/s")
             print(f"speedup: {result['speedup']:.2f}x")
