@@ -102,6 +102,34 @@ def evaluate(run_dir: Path, latest: int, chosen: list[int], args) -> tuple[list,
     return final, curve, league, {"wall": stages, "cpu": cpu_stages}
 
 
+def plot_curve(curve: list[dict], path: Path) -> None:
+    """The win rate against easy and the TrueSkill rating against training minutes, as a PNG at ``path``
+    (also from a saved result: ``plot_curve(json.load(f)["curve"], path)``)."""
+    import matplotlib
+    import numpy as np
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    minutes = np.array([c["minutes"] for c in curve])
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    ax1.plot(minutes, [c["win_rate_vs_easy"] for c in curve], "o-")
+    ax1.set(
+        xlabel="training minutes (2 cores)",
+        ylabel="win rate vs bot:easy",
+        ylim=(0, 1),
+        title="win rate against bot:easy",
+    )
+    mus = np.array([c["trueskill_mu"] if c["trueskill_mu"] is not None else np.nan for c in curve])
+    sig = np.array([c["trueskill_sigma"] if c["trueskill_sigma"] is not None else np.nan for c in curve])
+    ax2.errorbar(minutes, mus, yerr=sig, fmt="o-")
+    ax2.set(xlabel="training minutes (2 cores)", ylabel="TrueSkill mu (random = 0)", title="TrueSkill")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -130,7 +158,6 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
-    import numpy as np
     import torch
 
     torch.set_num_threads(1)
@@ -199,27 +226,7 @@ def main() -> None:
         "curve": curve,
     }
     if args.plot:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        minutes = np.array([c["minutes"] for c in curve])
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
-        ax1.plot(minutes, [c["win_rate_vs_easy"] for c in curve], "o-")
-        ax1.set(
-            xlabel="training minutes (2 cores)",
-            ylabel="win rate vs bot:easy",
-            ylim=(0, 1),
-            title="win rate against bot:easy",
-        )
-        mus = np.array([c["trueskill_mu"] if c["trueskill_mu"] is not None else np.nan for c in curve])
-        sig = np.array([c["trueskill_sigma"] if c["trueskill_sigma"] is not None else np.nan for c in curve])
-        ax2.errorbar(minutes, mus, yerr=sig, fmt="o-")
-        ax2.set(xlabel="training minutes (2 cores)", ylabel="TrueSkill mu (random = 0)", title="TrueSkill")
-        fig.tight_layout()
-        args.plot.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(args.plot, dpi=100)
+        plot_curve(curve, args.plot)
         out["plot"] = str(args.plot)
     if args.json:
         print(json.dumps(out, indent=2))
