@@ -119,9 +119,8 @@ class RunningMeanStd(nn.Module):
             scale = torch.where(mask, torch.rsqrt(self.var + self.eps), 1.0).to(dtype)
             bound = torch.where(mask, self.clip, float("inf")).to(dtype)
             cache = (key, (shift, scale, -bound, bound))
-            if tracing:
-                return cache[1]
-            self._standardizer_cache = cache
+            if not tracing:
+                self._standardizer_cache = cache
         return cache[1]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
