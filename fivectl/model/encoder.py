@@ -14,6 +14,8 @@ Parameter names are stable and derived from the schema: ``embeds.<group>.<field>
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
@@ -23,6 +25,33 @@ from fivectl.model.normalize import RunningMeanStd
 from fivectl.schema.spec import Group, ObsSchema
 
 Obs = dict[str, torch.Tensor]
+
+
+@dataclass
+class UnitEmbeddings:
+    """A unit set's per-unit embeddings, kept for the observed slots only: ``packed`` [R, E] at slot ``rows``
+    of the flattened [N * count] (sample ``samples = rows // count``). In the quickstart a third of the creep
+    slots hold a creep, so the max-pool and target attention read a third of what [N, count, E] would hold;
+    ``dense()`` builds that tensor (zeros on empty slots) for whoever wants it."""
+
+    packed: torch.Tensor
+    rows: torch.Tensor
+    samples: torch.Tensor
+    n: int
+    count: int
+
+    def dense(self) -> torch.Tensor:
+        """[N, count, E], exactly 0 on empty slots."""
+        out = self.packed.new_zeros(self.n * self.count, self.packed.shape[-1])
+        return out.index_copy(0, self.rows, self.packed).view(self.n, self.count, -1)
+
+    def pooled(self) -> torch.Tensor:
+        """[N, E]: the max over each sample's observed units, 0 for an empty set (the MLP ends in a ReLU, so
+        every value is >= 0: the max over every slot, zeros included, is the same number). Its gradient goes to
+        the arg-max units (split between equal ones)."""
+        out = self.packed.new_zeros(self.n, self.packed.shape[-1])
+        index = self.samples.unsqueeze(-1).expand_as(self.packed)
+        return out.scatter_reduce(0, index, self.packed, "amax", include_self=True)
 
 
 class ByName(nn.Module):
@@ -68,8 +97,8 @@ def group_output_width(group: Group, cfg: ModelConfig) -> int:
 class ObsEncoder(nn.Module):
     """Schema-driven encoder: ``forward(obs [N, ...]) -> (flat [N, out_width], unit embeddings)``.
 
-    The unit embeddings are one ``[N, count, E]`` tensor per targetable unitset, in schema order (together: the
-    target slots of ``target_mask``).
+    The unit embeddings are one ``UnitEmbeddings`` ([N, count, E] and packed) per targetable unitset, in schema
+    order (together: the target slots of ``target_mask``).
     """
 
     def __init__(self, schema: ObsSchema, cfg: ModelConfig, obs_clip: float = 5.0):
@@ -163,8 +192,8 @@ class ObsEncoder(nn.Module):
                 self._stacked_cache[g.name] = cached
         return cached[1], cached[2]
 
-    def observed_units(self, g: Group, obs: Obs) -> torch.Tensor:
-        """The shared unit MLP of a ``unitset`` group: ``[N, count, E]``, exactly 0 on empty slots.
+    def observed_units(self, g: Group, obs: Obs) -> UnitEmbeddings:
+        """The shared unit MLP of a ``unitset`` group, on the observed slots alone.
 
         Only the observed slots go through normalization, embeddings and the MLP: in the 1v1 quickstart fewer
         than half of the 56 unit slots hold a unit, and this is where most of the network's work is. The result
@@ -179,18 +208,16 @@ class ObsEncoder(nn.Module):
             if key in obs
         }
         observed = self.unitsets[g.name](self.group_input(g, packed))  # [rows, E], >= 0 after the ReLU
-        out = observed.new_zeros(n * count, observed.shape[-1]).index_copy(0, rows, observed)
-        return out.view(n, count, -1)
+        return UnitEmbeddings(observed, rows, torch.div(rows, count, rounding_mode="floor"), n, count)
 
-    def forward(self, obs: Obs) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    def forward(self, obs: Obs) -> tuple[torch.Tensor, list[UnitEmbeddings]]:
         pooled: list[torch.Tensor] = []
-        unit_embeddings: dict[str, torch.Tensor] = {}
+        unit_embeddings: dict[str, UnitEmbeddings] = {}
         for g in self.schema.groups:
             if g.kind == "unitset":
-                per_unit = self.observed_units(g, obs)  # [N, count, E], >= 0, empty slots 0
-                # Max over observed slots; the ReLU makes every value >= 0, so an empty set pools to 0.
-                pooled.append(max_over_slots(per_unit))
-                unit_embeddings[g.name] = per_unit
+                units = self.observed_units(g, obs)
+                pooled.append(units.pooled())
+                unit_embeddings[g.name] = units
                 continue
             x = self.group_input(g, obs)
             if g.kind == "vector":
@@ -213,12 +240,3 @@ class ObsEncoder(nn.Module):
                 rows = rows[obs[f"{g.name}.mask"].reshape(-1)]
             self.norms[g.name].update(rows)
 
-
-def max_over_slots(per_unit: torch.Tensor) -> torch.Tensor:
-    """``[N, count, E] -> [N, E]``. When training, ``max(dim)``: its backward scatters to the arg-max slot, where
-    amax's compares every slot with the max to split ties (the ties are zeros, which the ReLU gives no gradient
-    anyway); that was 5% of the quickstart's learner step. Without a gradient, ``amax``, which skips the
-    indices: 8% faster in a rollout worker's step. Same values either way."""
-    if per_unit.requires_grad:
-        return per_unit.max(dim=-2).values
-    return per_unit.amax(dim=-2)

@@ -24,7 +24,7 @@ from torch import nn
 
 from fivectl.config.model import ModelConfig
 from fivectl.errors import BadInput
-from fivectl.model.encoder import Obs, ObsEncoder
+from fivectl.model.encoder import Obs, ObsEncoder, UnitEmbeddings
 from fivectl.model.heads import log_prob_and_entropy, masked_logits, sample, scale_grad
 from fivectl.schema.spec import ObsSchema
 
@@ -154,9 +154,9 @@ class PolicyNet(nn.Module):
 
     def _trunk(
         self, obs: Obs, state: State, first: torch.Tensor
-    ) -> tuple[torch.Tensor, list[torch.Tensor], State]:
-        """obs [T*B, ...] (time-major) -> LSTM outputs [T, B, H], unit embeddings per target set
-        [T*B, count, E], state. ``first`` [T, B] gives the shape."""
+    ) -> tuple[torch.Tensor, list[UnitEmbeddings], State]:
+        """obs [T*B, ...] (time-major) -> LSTM outputs [T, B, H], unit embeddings per target set (observed
+        units of [T*B, count]), state. ``first`` [T, B] gives the shape."""
         t, b = first.shape
         if b % self.team_size:
             raise BadInput(f"batch of {b} agents is not a whole number of teams of {self.team_size}")
@@ -169,18 +169,24 @@ class PolicyNet(nn.Module):
     # ----------------------------------------------------------------------------------------------- heads
 
     def _target_logits(
-        self, h: torch.Tensor, units: list[torch.Tensor], allowed: torch.Tensor
+        self, h: torch.Tensor, units: list[UnitEmbeddings], allowed: torch.Tensor
     ) -> torch.Tensor:
         """HoK eq. 1: p(t|a) = softmax(FC(h_LSTM) . h_keys^T), scaled by 1/sqrt(d) and restricted to ``allowed``.
 
         With keys k_j = W_k u_j + b_k, q . k_j = (W_k^T q) . u_j + q . b_k: the query is mapped into the unit
-        embedding space once per agent instead of projecting every unit (same scores, far less work).
+        embedding space once per agent instead of projecting every unit (same scores, far less work). The
+        products are taken on the observed units only; an empty slot's u_j is 0, so its score is q . b_k.
         """
         query = self.heads["target_query"](h)  # [N, A]
         key = self.heads["target_key"]
-        q_units = (query @ key.weight).unsqueeze(-2)  # [N, 1, E]
-        # Elementwise product + sum: faster on CPU than bmm with an inner size of 1, forward and backward.
-        scores = torch.cat([(u * q_units).sum(-1) for u in units], dim=-1)  # [N, M]
+        q_units = query @ key.weight  # [N, E]
+        n = q_units.shape[0]
+        scores = []
+        for u in units:
+            # Elementwise product + sum: faster on CPU than bmm with an inner size of 1, forward and backward.
+            dots = (u.packed * q_units.index_select(0, u.samples)).sum(-1)  # [R]
+            scores.append(dots.new_zeros(n * u.count).index_copy(0, u.rows, dots).view(n, u.count))
+        scores = torch.cat(scores, dim=-1)  # [N, M]
         scores = (scores + (query @ key.bias).unsqueeze(-1)) / math.sqrt(query.shape[-1])
         return masked_logits(scores, allowed)
 
@@ -208,7 +214,7 @@ class PolicyNet(nn.Module):
     def _policy(
         self,
         h: torch.Tensor,
-        units: list[torch.Tensor],
+        units: list[UnitEmbeddings],
         obs: Obs,
         actions: torch.Tensor | None,
         deterministic: bool,

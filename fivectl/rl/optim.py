@@ -20,15 +20,69 @@ k * sqrt(v^_t), and v absorbs it as an ordinary Adam step would.
 k = 0 disables the clip (plain Adam, identical to torch.optim.Adam without weight decay or amsgrad).
 The state is tensors (exp_avg, exp_avg_sq) plus a plain int ``step``, so ``state_dict()`` is stored without
 pickling.
+
+Speed: when every parameter of a group has a gradient and the same step count (always, in training), the
+group's moments live in two flat tensors (each parameter's ``exp_avg`` / ``exp_avg_sq`` a view into them) and
+a step is a dozen operations on 300k elements instead of a dozen per parameter: on CPU each ``torch._foreach_*``
+op still dispatches once per tensor, and the quickstart's 77 tensors made the optimizer 5.6% of the learner.
+The arithmetic is the same per element, so both ways give the same bits.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
 from fivectl.errors import BadInput
+
+
+@dataclass
+class FlatMoments:
+    """A group's moments as two flat tensors (``views[i]``: parameter i's exp_avg and exp_avg_sq in them), and
+    the step's scratch tensors of the same size, kept so that a step allocates nothing."""
+
+    exp_avg: torch.Tensor
+    exp_avg_sq: torch.Tensor
+    views: list[tuple[torch.Tensor, torch.Tensor]]
+    sizes: list[int]
+    grad: torch.Tensor
+    rms: torch.Tensor
+    bound: torch.Tensor
+    over: torch.Tensor  # bool: where |g| exceeds the bound
+    update: torch.Tensor
+    update_views: list[torch.Tensor]
+
+    @classmethod
+    def of(cls, params: list[torch.Tensor], states: list[dict]) -> FlatMoments:
+        """Moves each parameter's state into the flat tensors (its state entries become views of them)."""
+        sizes = [p.numel() for p in params]
+        exp_avg = torch.cat([s["exp_avg"].reshape(-1) for s in states])
+        exp_avg_sq = torch.cat([s["exp_avg_sq"].reshape(-1) for s in states])
+        views = []
+        for p, state, m, v in zip(params, states, exp_avg.split(sizes), exp_avg_sq.split(sizes), strict=True):
+            state["exp_avg"], state["exp_avg_sq"] = m.view_as(p), v.view_as(p)
+            views.append((state["exp_avg"], state["exp_avg_sq"]))
+        update = torch.zeros_like(exp_avg)
+        return cls(
+            exp_avg,
+            exp_avg_sq,
+            views,
+            sizes,
+            grad=torch.zeros_like(exp_avg),
+            rms=torch.zeros_like(exp_avg),
+            bound=torch.zeros_like(exp_avg),
+            over=torch.zeros_like(exp_avg, dtype=torch.bool),
+            update=update,
+            update_views=[u.view_as(p) for u, p in zip(update.split(sizes), params, strict=True)],
+        )
+
+    def is_state_of(self, states: list[dict]) -> bool:
+        """Still the moments of these states (``load_state_dict`` replaces the tensors)?"""
+        return len(self.views) == len(states) and all(
+            s["exp_avg"] is m and s["exp_avg_sq"] is v for s, (m, v) in zip(states, self.views, strict=True)
+        )
 
 
 class ClippedAdam(torch.optim.Optimizer):
@@ -54,6 +108,8 @@ class ClippedAdam(torch.optim.Optimizer):
         # tensor on the parameters' device: reading it as a float waits for the device, so the learner collects
         # these and reads them all once per iteration.
         self.last_clip_fraction_tensor = torch.zeros(())
+        # per group index; rebuilt when its state tensors are replaced
+        self._flat: dict[int, FlatMoments] = {}
 
     @property
     def last_clip_fraction(self) -> float:
@@ -67,11 +123,15 @@ class ClippedAdam(torch.optim.Optimizer):
                 loss = closure()
         clipped: list[torch.Tensor] = []
         total = 0
-        for group in self.param_groups:
+        for index, group in enumerate(self.param_groups):
             params = [p for p in group["params"] if p.grad is not None]
             if not params:
                 continue
-            n_clipped, n_total = self._step_group(group, params)
+            flat = self._flat_moments(index, group, params)
+            if flat is not None:
+                n_clipped, n_total = self._step_flat(group, params, flat)
+            else:
+                n_clipped, n_total = self._step_group(group, params)
             clipped.extend(n_clipped)
             total += n_total
         device = self.param_groups[0]["params"][0].device if self.param_groups else None
@@ -124,6 +184,53 @@ class ClippedAdam(torch.optim.Optimizer):
         step_sizes = [-group["lr"] / bc for bc in bias_correction1]
         torch._foreach_addcdiv_(params, exp_avgs, rms, step_sizes)
         return clipped, total
+
+    def _flat_moments(self, index: int, group: dict, params: list[torch.Tensor]) -> FlatMoments | None:
+        """The group's moments as flat tensors when it can be stepped as one (every parameter has a gradient,
+        one dtype and device, one step count); else None. Built on the first such step and again whenever the
+        state tensors were replaced (``load_state_dict``): the per-parameter state stays the source of truth."""
+        if len(params) != len(group["params"]) or len(params) < 2:
+            return None
+        states = [self._state_of(p) for p in params]
+        if len({(p.dtype, p.device) for p in params}) > 1 or len({int(s["step"]) for s in states}) > 1:
+            return None
+        flat = self._flat.get(index)
+        if flat is None or not flat.is_state_of(states):
+            flat = self._flat[index] = FlatMoments.of(params, states)
+        return flat
+
+    def _step_flat(
+        self, group: dict, params: list[torch.Tensor], flat: FlatMoments
+    ) -> tuple[list[torch.Tensor], int]:
+        """:meth:`_step_group` on the flat moments: the same operations, in the same order, once per group."""
+        beta1, beta2 = group["betas"]
+        k = group["clip_sigmas"]
+        grads = [p.grad for p in params]
+        if any(g.is_sparse for g in grads):
+            raise BadInput("ClippedAdam does not support sparse gradients")
+        step = int(self.state[params[0]]["step"]) + 1
+        for p in params:
+            self.state[p]["step"] = step
+        grad, rms, bound = flat.grad, flat.rms, flat.bound
+        torch.cat([g.reshape(-1) for g in grads], out=grad)
+
+        # 1. second moment of the raw gradient
+        flat.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        torch.sqrt(flat.exp_avg_sq, out=rms).div_(math.sqrt(1 - beta2**step))  # sqrt(v^_t)
+        # 2. per-element clip to +-k sqrt(v^_t)
+        clipped: list[torch.Tensor] = []
+        if k > 0:
+            torch.mul(rms, k, out=bound)
+            torch.gt(torch.abs(grad, out=flat.update), bound, out=flat.over)
+            clipped = [torch.count_nonzero(flat.over).to(rms.dtype)]
+            torch.minimum(grad, bound, out=grad)
+            torch.maximum(grad, bound.neg_(), out=grad)
+        # 3. first moment of the clipped gradient, then the Adam step
+        flat.exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+        rms.add_(group["eps"])
+        flat.update.zero_().addcdiv_(flat.exp_avg, rms, value=-group["lr"] / (1 - beta1**step))
+        torch._foreach_add_(params, flat.update_views)
+        return clipped, grad.numel()
 
     def _state_of(self, p: torch.Tensor) -> dict:
         state = self.state[p]

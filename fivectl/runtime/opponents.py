@@ -127,6 +127,13 @@ class OpponentSet:
             for v in np.unique(self.opponent[self.opponent >= 0])
         }
 
+    def drop_missing(self) -> None:
+        """Games whose past version cannot be loaded (a pruned checkpoint) go on against the latest: called
+        before the latest acts, so that it acts for them in this very step."""
+        for version in np.unique(self.opponent[self.opponent >= 0]):
+            if self.net(int(version)) is None:
+                self.opponent[self.opponent == version] = LATEST
+
     def net(self, version: int) -> PolicyNet | None:
         if version in self.nets:
             self.nets.move_to_end(version)

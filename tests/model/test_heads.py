@@ -188,3 +188,24 @@ def test_bfloat16_autocast_evaluate_returns_float32_close_to_float32(schema):
     grads = {n: p.grad for n, p in net.named_parameters() if p.grad is not None}
     assert grads and all(g.dtype == torch.float32 and torch.isfinite(g).all() for g in grads.values())
     assert any(n.startswith("encoder.unitsets") for n in grads) and "lstm.weight_hh_l0" in grads
+
+
+def test_target_scores_are_the_attention_over_every_unit_slot(schema):
+    """The target logits score only the observed units (``UnitEmbeddings.packed``); they must equal HoK eq. 1
+    over every slot, keys projected from the dense embeddings (zeros on empty slots), to the bit."""
+    import math
+
+    net = make_net(schema, seed=2)
+    obs = make_obs(schema, (24,), seed=4)
+    with torch.no_grad():
+        flat, units = net.encoder(obs)
+        assert any(0 < u.packed.shape[0] < u.n * u.count for u in units), "needs empty slots"
+        h = torch.randn(24, net.cfg.lstm_size)
+        allowed = torch.ones(24, schema.n_targets, dtype=torch.bool)
+        got = net._target_logits(h, units, allowed)
+        query = net.heads["target_query"](h)
+        key = net.heads["target_key"]
+        q_units = (query @ key.weight).unsqueeze(-2)
+        dense = torch.cat([(u.dense() * q_units).sum(-1) for u in units], dim=-1)
+        want = (dense + (query @ key.bias).unsqueeze(-1)) / math.sqrt(query.shape[-1])
+    assert torch.equal(got, want)

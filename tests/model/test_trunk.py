@@ -8,7 +8,7 @@ from model_helpers import make_net, make_obs, sample_window, schema_v1
 
 from fivectl.errors import BadInput
 from fivectl.model import cross_hero_pool, field_input_slices, run_lstm
-from fivectl.model.encoder import max_over_slots, normalize_mask
+from fivectl.model.encoder import UnitEmbeddings, normalize_mask
 from fivectl.model.layout import group_fc_columns
 
 
@@ -227,7 +227,10 @@ def test_unit_sets_run_only_observed_slots_but_equal_running_every_slot_then_mas
         mask = obs[f"{g.name}.mask"]
         assert mask.any() and not mask.all(), "the check needs both observed and empty slots"
         mlp = encoder.unitsets[g.name]
-        packed = encoder.observed_units(g, obs)
+        units = encoder.observed_units(g, obs)
+        packed = units.dense()
+        assert torch.equal(units.packed, packed.reshape(-1, packed.shape[-1])[units.rows])
+        assert torch.equal(units.samples, mask.nonzero()[:, 0])
         packed.square().sum().backward()
         packed_grads = [p.grad.clone() for p in mlp.parameters()]
         net.zero_grad()
@@ -240,21 +243,27 @@ def test_unit_sets_run_only_observed_slots_but_equal_running_every_slot_then_mas
         net.zero_grad()
 
 
-def test_slot_pooling_takes_the_max_and_its_gradient_equals_amaxs_without_positive_ties():
-    """The unit-set pool uses max(dim) when training (cheap backward) and amax without a gradient; both must
-    give amax's values, and the same gradient wherever the max is unique (zeros from the ReLU get none)."""
+def test_slot_pooling_takes_the_max_over_observed_units_and_its_gradient_equals_amaxs_without_positive_ties():
+    """The unit-set pool reduces the observed units alone (``UnitEmbeddings.pooled``); it must give amax over
+    every slot (empty ones 0), and the same gradient wherever the max is unique (zeros from the ReLU get none)."""
     torch.manual_seed(0)
-    per_unit = torch.relu(torch.randn(6, 9, 5))  # zero ties, as after the unit MLP's ReLU
-    per_unit[0] = 0.0  # an empty unit set
-    with torch.no_grad():
-        assert torch.equal(max_over_slots(per_unit), per_unit.amax(dim=-2))
-    weights = torch.randn(6, 5)
+    n, count = 6, 9
+    mask = torch.rand(n, count) < 0.6
+    mask[0] = False  # an empty unit set
+    rows = mask.reshape(-1).nonzero().squeeze(1)
+    packed = torch.relu(torch.randn(rows.numel(), 5))  # zero ties, as after the unit MLP's ReLU
+    weights = torch.randn(n, 5)
     grads = []
-    for pool in (max_over_slots, lambda x: x.amax(dim=-2)):
-        x = per_unit.clone().requires_grad_(True)
-        (pool(x) * weights).sum().backward()
+    for pool in (UnitEmbeddings.pooled, lambda u: u.dense().amax(dim=-2)):
+        x = packed.clone().requires_grad_(True)
+        units = UnitEmbeddings(x, rows, rows // count, n, count)
+        out = pool(units)
+        (out * weights).sum().backward()
         grads.append(x.grad)
-    positive = per_unit > 0
+        with torch.no_grad():
+            assert torch.equal(out, units.dense().amax(dim=-2))
+    assert torch.all(units.pooled()[0] == 0)
+    positive = packed > 0
     assert torch.equal(grads[0][positive], grads[1][positive])
     assert grads[0][positive].abs().sum() > 0  # the check is not vacuous
 

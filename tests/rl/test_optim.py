@@ -147,3 +147,43 @@ def test_bad_settings_are_bad_input():
     with pytest.raises(BadInput):
         ClippedAdam(p, betas=(1.0, 0.999))
     assert math.isfinite(ClippedAdam(p).defaults["lr"])
+
+
+def test_a_group_stepped_as_one_flat_tensor_gives_the_same_bits_as_parameter_by_parameter(monkeypatch):
+    """The flat path (every parameter with a gradient) and the per-parameter path compute the same numbers, also
+    across a state_dict round trip (which replaces the state tensors the flat moments are views of)."""
+    torch.manual_seed(5)
+    shapes = [(4, 3), (5,), (2, 2, 2), (7, 1)]
+    flat = [torch.nn.Parameter(torch.randn(s)) for s in shapes]
+    each = [torch.nn.Parameter(p.detach().clone()) for p in flat]
+    opt_flat = ClippedAdam(flat, lr=LR, clip_sigmas=K)
+    opt_each = ClippedAdam(each, lr=LR, clip_sigmas=K)
+    steps = []
+    real_flat_moments = ClippedAdam._flat_moments
+
+    def per_parameter_for(opt):
+        def choose(self, index, group, params):
+            result = real_flat_moments(self, index, group, params) if self is not opt else None
+            steps.append(result is not None)
+            return result
+
+        return choose
+
+    monkeypatch.setattr(ClippedAdam, "_flat_moments", per_parameter_for(opt_each))
+    clipped_somewhere = False
+    for t in range(30):
+        if t == 15:
+            opt_flat.load_state_dict(copy.deepcopy(opt_flat.state_dict()))
+        for a, b in zip(flat, each, strict=True):
+            g = torch.randn(a.shape) * (1e3 if t % 7 == 6 else 1.0)
+            a.grad, b.grad = g.clone(), g.clone()
+        opt_flat.step()
+        opt_each.step()
+        assert opt_flat.last_clip_fraction == opt_each.last_clip_fraction
+        clipped_somewhere = clipped_somewhere or opt_flat.last_clip_fraction > 0
+    assert steps.count(True) == 30 and steps.count(False) == 30  # each optimizer took its own path every step
+    assert clipped_somewhere
+    for a, b in zip(flat, each, strict=True):
+        assert torch.equal(a, b)
+        for key in ("exp_avg", "exp_avg_sq"):
+            assert torch.equal(opt_flat.state[a][key], opt_each.state[b][key])

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from fivectl.config import load_recipe
 from fivectl.model import PolicyNet
+from fivectl.model.synthetic import random_obs
+from fivectl.model.traced import TracedActor
 from fivectl.runtime.buffers import FragmentSlots, recipe_fragment_specs
 from fivectl.runtime.params import ParameterStore
-from fivectl.runtime.worker import RolloutWorker
+from fivectl.runtime.worker import ROW_BUCKET, RolloutWorker, act_on_rows
 from fivectl.schema import load_schema
 from fivectl.sim import COMPONENT_INDEX
 from fivectl.sim.env import HOLD
@@ -20,12 +23,12 @@ STEPS = 48  # decisions per fragment (a multiple of train.bptt)
 GAME_STEPS = 30  # env steps (of 4 frames at 30 fps) in a 4-second game
 
 
-def make_worker(decide_every: int, bot_fraction: float = 0.0):
+def make_worker(decide_every: int, bot_fraction: float = 0.0, games: int = 4):
     recipe = load_recipe(
         QUICKSTART,
         [
             "game.time_limit_s=4",
-            "train.games_per_worker=4",
+            f"train.games_per_worker={games}",
             "train.game_phases=1",
             f"train.fragment_length={STEPS}",
             f"selfplay.bot_fraction={bot_fraction}",
@@ -80,3 +83,42 @@ def test_held_steps_add_their_rewards_and_the_bots_act_on_every_env_step():
         assert (held[np.arange(4), 1 - learner_rows, 0] != HOLD).all()  # the bot still acts
         expected = first_rewards + np.where(ended[:, None, None], 0.0, second_rewards)
         np.testing.assert_allclose(views["components"][t].reshape(4, 2, -1), expected, atol=1e-6)
+
+
+def test_the_latest_network_acts_only_for_the_agents_it_plays():
+    """Against bots, the worker's forward pass leaves the bots' rows out: its batch sizes are whole buckets of
+    teams, the bots' rows get no outputs, and the trained rows get the network's log-probabilities."""
+    worker, views = make_worker(2, bot_fraction=0.5, games=16)
+    worker.fill(views)
+    trained = views["train"].astype(bool)
+    assert 0 < (~trained).sum() and trained.any()
+    assert np.all(views["logprob"][~trained] == 0) and np.all(views["value"][~trained] == 0)
+    assert np.all(views["logprob"][trained] < 0)
+    sizes = {key[0] for key in worker.actor.graphs}
+    assert sizes and all(size % ROW_BUCKET == 0 or size == worker.agents for size in sizes)
+    assert min(sizes) < worker.agents
+
+
+def test_acting_on_some_rows_gives_those_rows_what_acting_on_all_gives():
+    recipe = load_recipe(QUICKSTART, [])
+    schema = load_schema(recipe.model.schema_version)
+    torch.manual_seed(1)
+    net = PolicyNet(schema, recipe.model, recipe.game.team_size)
+    agents = 20
+    obs = random_obs(schema, (agents,), torch.Generator().manual_seed(2))
+    state = tuple(torch.randn(1, agents, recipe.model.lstm_size) for _ in range(2))
+    first = torch.zeros(agents, dtype=torch.bool)
+    first[3] = True
+    rows = np.array([0, 3, 4, 9, 10, 11, 17, 19, 13, 2, 1])  # 11 rows: padded to 16
+    rows.sort()
+    full = net.act(obs, state, first, with_aux=True)
+    some = act_on_rows(TracedActor(net), obs, state, first, rows, 1, with_aux=True)
+    others = np.setdiff1d(np.arange(agents), rows)
+    pairs = [(some.value, full.value), (some.win_prob, full.win_prob)]
+    pairs += [(some.aux[name], full.aux[name]) for name in full.aux]
+    pairs += [(new[0], want[0]) for new, want in zip(some.state, full.state, strict=True)]
+    for got, want in pairs:
+        torch.testing.assert_close(got[rows], want[rows], rtol=1e-5, atol=1e-6)
+    assert torch.all(some.value[others] == 0) and torch.all(some.actions[others] == 0)
+    for new, old in zip(some.state, state, strict=True):
+        assert torch.equal(new[:, others], old[:, others])  # the rows left out keep their state
