@@ -46,7 +46,6 @@ class FlatMoments:
     exp_avg: torch.Tensor
     exp_avg_sq: torch.Tensor
     views: list[tuple[torch.Tensor, torch.Tensor]]
-    sizes: list[int]
     grad: torch.Tensor
     rms: torch.Tensor
     bound: torch.Tensor
@@ -69,7 +68,6 @@ class FlatMoments:
             exp_avg,
             exp_avg_sq,
             views,
-            sizes,
             grad=torch.zeros_like(exp_avg),
             rms=torch.zeros_like(exp_avg),
             bound=torch.zeros_like(exp_avg),
