@@ -193,19 +193,19 @@ class RolloutWorker:
             # Opponents change only between games (paper N): draw them for the games starting now.
             self.opponents.assign(self.needs_opponent, self.pool)
             self.opponents.drop_missing()
+            trained = self.opponents.train_mask()  # the agents the latest network plays this step
             recording = self.replays is not None and self.replays.active
             if recording:
                 self.replays.label(self.opponents.opponent, self.opponents.learner_side, self.version, LATEST)
             obs_t = {key: torch.from_numpy(value) for key, value in self.obs.items()}
             # a recorded game takes the objective predictions from the same forward pass (the aux heads only)
-            out = self.act_latest(obs_t, with_aux=recording)
+            out = self.act_latest(obs_t, trained, with_aux=recording)
             self.opponents.act(obs_t, self.first, out.actions)
             self.opponents.act_bots(self.env, self.raw_obs, out.actions)
             actions = out.actions.numpy().astype(np.int32)
             toc = time.perf_counter()
             predictions = None
             if recording:
-                trained = self.opponents.train_mask()
                 predictions = self.replays.predictions(out, trained, self.recipe.model.aux_objectives)
             step = self.decide(actions.reshape(G, 2 * k, 4), predictions)
             tac = time.perf_counter()
@@ -222,7 +222,7 @@ class RolloutWorker:
             views["components"][t] = step.components.reshape(self.agents, -1)
             views["done"][t] = done_agents
             views["outcome"][t] = outcome_of(step.winner, done, k)
-            views["train"][t] = self.opponents.train_mask()
+            views["train"][t] = trained
             views["opponent"][t] = self.opponents.opponent
             views["learner_side"][t] = self.opponents.learner_side
             # A game the policy took over midway (stagger.py) ends as usual, but is no result of the policy's.
@@ -244,7 +244,8 @@ class RolloutWorker:
                 ctrl_row[CTRL_HEARTBEAT] = time.time()
                 ctrl_row[CTRL_STEPS] += 1
         # Bootstrap values for the step after the fragment (GAE at fragment ends), from the same policy version.
-        tail = self.act_latest({key: torch.from_numpy(v) for key, v in self.obs.items()}, with_aux=True)
+        obs_t = {key: torch.from_numpy(v) for key, v in self.obs.items()}
+        tail = self.act_latest(obs_t, self.opponents.train_mask(), with_aux=True)
         views["last_value"][...] = tail.value.numpy()
         views["last_win_prob"][...] = tail.win_prob.numpy()
         views["last_networth_rank"][...] = tail.aux["networth_rank"].numpy()
@@ -256,12 +257,12 @@ class RolloutWorker:
             ctrl_row[CTRL_INFER_S] += t_infer
         return FragmentStats(T, finished, t_sim, t_infer)
 
-    def act_latest(self, obs: dict[str, torch.Tensor], with_aux: bool) -> ActOutput:
-        """The latest network's step for the agents it plays (``train_mask``), in rows for every agent: the
+    def act_latest(self, obs: dict[str, torch.Tensor], trained: np.ndarray, with_aux: bool) -> ActOutput:
+        """The latest network's step for the agents it plays (``trained``, bool [agents]), in rows for every agent: the
         rows of past versions and bots are left out of the forward pass (zeros in the outputs, their LSTM
         state kept; no one reads either). With a third of the games against bots and past versions, that is a
         fifth of the rows of every ``act``."""
-        rows = np.flatnonzero(self.opponents.train_mask())
+        rows = np.flatnonzero(trained)
         if rows.size == self.agents:
             return self.actor.act(obs, self.state, self.first, with_aux=with_aux)
         return act_on_rows(self.actor, obs, self.state, self.first, rows, self.team_size, with_aux)
