@@ -14,6 +14,8 @@ Parameter names are stable and derived from the schema: ``embeds.<group>.<field>
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -82,6 +84,12 @@ def normalize_mask(group: Group) -> torch.Tensor:
     return mask
 
 
+def stacked_offsets(group: Group) -> torch.Tensor:
+    """Each categorical column's first row in the group's fields' embedding tables stacked in field order."""
+    starts = torch.tensor([0, *(f.vocab for f in group.cat_fields[:-1])], device="cpu").cumsum(0)
+    return starts.repeat_interleave(torch.tensor([f.width for f in group.cat_fields], device="cpu"))
+
+
 def group_input_width(group: Group, cfg: ModelConfig) -> int:
     """Width of the per-item input of a group's first layer: float columns then categorical embeddings."""
     return group.n_float + group.n_cat * cfg.cat_embed
@@ -112,6 +120,10 @@ class ObsEncoder(nn.Module):
         self.grids = ByName()
         self.output_slices: dict[str, slice] = {}
         self._stacked_cache: dict[str, tuple] = {}
+        self._offsets: dict[str, torch.Tensor] = {}  # each group's categorical columns' rows in its stacked table
+        self._pinned_tables: dict[str, torch.Tensor] = {}
+        self._acting_sources: list[torch.Tensor] | None = None
+        self._acting_cache: tuple[tuple, list[torch.Tensor]] | None = None
         start = 0
         for g in schema.groups:
             if g.n_float:
@@ -120,6 +132,7 @@ class ObsEncoder(nn.Module):
                 self.embeds[g.name] = ByName()
                 for f in g.cat_fields:
                     self.embeds[g.name][f.name] = nn.Embedding(f.vocab, cfg.cat_embed)
+                self._offsets[g.name] = stacked_offsets(g)
             self._build_group(g)
             width = group_output_width(g, cfg)
             self.output_slices[g.name] = slice(start, start + width)
@@ -161,36 +174,84 @@ class ObsEncoder(nn.Module):
         return torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
 
     def embedded(self, g: Group, cats: torch.Tensor) -> list[torch.Tensor]:
-        """The embeddings of a group's categorical columns, field after field: parts ``[..., width * E]``.
+        """The embeddings of a group's categorical columns, field after field: one part ``[..., width * E]``.
 
-        Without a gradient (acting), one lookup in the fields' tables stacked together (``stacked_embeddings``)
-        instead of one per field: the same rows, in the same order, in fewer operations. Training keeps one
-        ``nn.Embedding`` call per field, whose backward is what the optimizer expects.
+        One ``index_select`` in the fields' tables stacked together (``stacked_embeddings``) instead of one
+        ``nn.Embedding`` call per field: the same rows in the same order. Its backward adds each row's gradient
+        with ``index_add_``, a quarter of the time of the embedding's backward on the CPU (which adds one row
+        at a time), and the gradient reaches each field's table through the stacking.
         """
-        if not torch.is_grad_enabled():
-            table, offsets = self.stacked_embeddings(g)
-            return [nn.functional.embedding(cats + offsets, table).flatten(-2)]
-        cats = cats.long()
-        embeds = self.embeds[g.name]
-        columns = g.cat_columns()
-        return [embeds[f.name](cats[..., columns[f.name]]).flatten(-2) for f in g.cat_fields]
+        table, offsets = self.stacked_embeddings(g)
+        index = cats.long() + offsets
+        rows = table.index_select(0, index.reshape(-1))
+        return [rows.view(*index.shape[:-1], index.shape[-1] * table.shape[1])]
 
     def stacked_embeddings(self, g: Group) -> tuple[torch.Tensor, torch.Tensor]:
-        """(every field's table stacked [sum of vocabs, E], each categorical column's row offset in it), rebuilt
-        only when a table changes (keyed like the normalizer's cache: version counters and storage), and on every
-        call while ``torch.jit.trace`` records one (``fivectl.model.traced``)."""
+        """(every field's table stacked [sum of vocabs, E], each categorical column's row offset in it).
+
+        With a gradient (training) the tables are stacked on every call, so the gradient flows to them. Without
+        one (acting) the stack is kept until a table changes (keyed like the normalizer's cache: version
+        counters and storage). While ``torch.jit.trace`` records a graph it is that graph's input (``pinned``).
+        """
+        offsets = self._offsets[g.name]
+        if g.name in self._pinned_tables:
+            return self._pinned_tables[g.name], offsets
         weights = [self.embeds[g.name][f.name].weight for f in g.cat_fields]
+        if offsets.device != weights[0].device:
+            offsets = self._offsets[g.name] = offsets.to(weights[0].device)
+        if torch.is_grad_enabled():
+            return torch.cat(weights), offsets
         key = tuple((w._version, w.data_ptr(), w.shape[0]) for w in weights)
         cached = self._stacked_cache.get(g.name)
-        tracing = torch.jit.is_tracing()  # a traced graph must stack the live tables, not hold this copy
-        if tracing or cached is None or cached[0] != key:
-            starts = torch.tensor([0, *(w.shape[0] for w in weights[:-1])]).cumsum(0)
-            widths = torch.tensor([f.width for f in g.cat_fields])
-            offsets = starts.repeat_interleave(widths).to(weights[0].device)
-            cached = (key, torch.cat([w.detach() for w in weights]), offsets)
-            if not tracing:
-                self._stacked_cache[g.name] = cached
-        return cached[1], cached[2]
+        if cached is None or cached[0] != key:
+            cached = (key, torch.cat([w.detach() for w in weights]))
+            self._stacked_cache[g.name] = cached
+        return cached[1], offsets
+
+    def acting_constants(self, dtype: torch.dtype) -> list[torch.Tensor]:
+        """What acting derives from the parameters and statistics and caches until they change: each
+        normalizer's (shift, scale, low, high), then each group's stacked embedding table, in schema order. A
+        traced graph takes them as inputs (``pinned``) instead of deriving them again on every call.
+
+        A worker asks on every step: the list is kept until a source tensor is written in place (its version
+        counter) or replaced (``_apply`` drops it); walking every group again cost as much as the graph saved."""
+        if self._acting_sources is None:
+            self._acting_sources = [
+                *(t for g in self.schema.groups if g.n_float for t in self.norms[g.name].buffers()),
+                *(self.embeds[g.name][f.name].weight for g in self.schema.groups for f in g.cat_fields),
+            ]
+        key = (dtype, *(t._version for t in self._acting_sources))
+        if self._acting_cache is None or self._acting_cache[0] != key:
+            constants: list[torch.Tensor] = []
+            with torch.no_grad():
+                for g in self.schema.groups:
+                    if g.n_float:
+                        constants.extend(self.norms[g.name].standardizer(dtype))
+                    if g.cat_fields:
+                        constants.append(self.stacked_embeddings(g)[0])
+            self._acting_cache = (key, constants)
+        return self._acting_cache[1]
+
+    def _apply(self, fn, recurse=True):
+        self._acting_sources = self._acting_cache = None  # moved or converted: other tensors
+        return super()._apply(fn, recurse)
+
+    @contextmanager
+    def pinned(self, constants: Sequence[torch.Tensor]):
+        """Use ``constants`` (laid out as ``acting_constants``) instead of deriving them, inside the block."""
+        rest = iter(constants)
+        try:
+            for g in self.schema.groups:
+                if g.n_float:
+                    self.norms[g.name].pinned = tuple(next(rest) for _ in range(4))
+                if g.cat_fields:
+                    self._pinned_tables[g.name] = next(rest)
+            yield
+        finally:
+            for g in self.schema.groups:
+                if g.n_float:
+                    self.norms[g.name].pinned = None
+            self._pinned_tables.clear()
 
     def observed_units(self, g: Group, obs: Obs) -> UnitEmbeddings:
         """The shared unit MLP of a ``unitset`` group, on the observed slots alone.

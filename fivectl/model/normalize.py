@@ -61,6 +61,8 @@ class RunningMeanStd(nn.Module):
         # count starts at 0: the first update replaces the prior (mean 0, var 1) entirely.
         self.register_buffer("count", torch.zeros(size, dtype=torch.float64))
         self._standardizer_cache: tuple[tuple, tuple[torch.Tensor, ...]] | None = None
+        # (shift, scale, low, high) handed in by a traced graph's inputs while it is recorded (``pinned``)
+        self.pinned: tuple[torch.Tensor, ...] | None = None
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         count = state_dict.get(prefix + "count")
@@ -107,20 +109,21 @@ class RunningMeanStd(nn.Module):
         A rollout worker normalizes every step with statistics that change once per published version, so
         converting the float64 buffers on every call was 8% of its time. The tensors' version counters change
         on every in-place write (``update``, ``load_state_dict``, a worker's parameter copy), which keys the cache.
-        While ``torch.jit.trace`` records a graph (``fivectl.model.traced``) they are computed, not cached.
+        While ``torch.jit.trace`` records a graph (``fivectl.model.traced``) they are that graph's inputs
+        (``pinned``): the graph stays a few operations long, and its caller hands it the cached tensors.
         """
+        if self.pinned is not None:
+            return self.pinned
         stats = (self.mean, self.var, self.mask)
         key = (*(t._version for t in stats), *(t.data_ptr() for t in stats), dtype)
         cache = self._standardizer_cache
-        tracing = torch.jit.is_tracing()  # a traced graph must derive them from the live statistics
-        if tracing or cache is None or cache[0] != key:
+        if cache is None or cache[0] != key:
             mask = self.mask
             shift = torch.where(mask, self.mean, 0.0).to(dtype)
             scale = torch.where(mask, torch.rsqrt(self.var + self.eps), 1.0).to(dtype)
             bound = torch.where(mask, self.clip, float("inf")).to(dtype)
             cache = (key, (shift, scale, -bound, bound))
-            if not tracing:
-                self._standardizer_cache = cache
+            self._standardizer_cache = cache
         return cache[1]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -7,9 +7,11 @@ order, on the network's own parameter and buffer tensors (held by reference, so 
 copies reach it), with the same random draws from the default generator. The observed unit slots still vary from call to
 call: the graph holds ``nonzero`` and ``index_select``, not their sizes at trace time.
 
-What a trace fixes is everything Python decided while it ran: the batch size and the flags (a graph for each),
-and values cached on the Python side (the stacked embedding tables and the normalizer constants are rebuilt
-inside the graph while tracing: ``torch.jit.is_tracing`` in the encoder and ``RunningMeanStd``).
+What a trace fixes is everything Python decided while it ran: the batch size and the flags (a graph for each).
+What the network derives from its parameters and statistics and caches on the Python side until they change
+(the normalizers' constants, the stacked embedding tables: ``ObsEncoder.acting_constants``) are the graph's
+inputs, taken from those caches on every call: the graph reads them instead of deriving them again (about 150
+operations fewer).
 
 Every new graph is checked once against eager ``act`` on the call that made it (same inputs, same random
 state): a graph that differs in any output, or a trace that fails (a torch without TorchScript), leaves that
@@ -40,9 +42,11 @@ class _ActCall(nn.Module):
         self.deterministic = deterministic
         self.with_aux = with_aux
 
-    def forward(self, h: torch.Tensor, c: torch.Tensor, first: torch.Tensor, *obs: torch.Tensor):
+    def forward(self, h: torch.Tensor, c: torch.Tensor, first: torch.Tensor, *inputs: torch.Tensor):
+        obs, constants = inputs[: len(self.keys)], inputs[len(self.keys) :]
         named = dict(zip(self.keys, obs, strict=True))
-        out = self.net.act(named, (h, c), first, self.deterministic, self.with_aux)
+        with self.net.encoder.pinned(constants):
+            out = self.net.act(named, (h, c), first, self.deterministic, self.with_aux)
         aux = tuple(out.aux[name] for name in sorted(out.aux)) if out.aux is not None else ()
         return (out.actions, out.logprob, out.value, out.win_prob, out.state[0], out.state[1], *aux)
 
@@ -68,13 +72,17 @@ class TracedActor:
         self.graphs: dict[GraphKey, torch.jit.ScriptModule] = {}
         self.aux_names: dict[GraphKey, tuple[str, ...] | None] = {}
         self.eager = False  # set for good when a trace fails or differs from eager
+        # (module, name) of the first parameter and buffer, found once: listing them walks every module
+        self._probes = [
+            next((m, n) for m in net.modules() for n in attrs(m)) for attrs in (_own_parameters, _own_buffers)
+        ]
         self._tensors = self._fingerprint()
 
-    def _fingerprint(self) -> tuple[int, int]:
+    def _fingerprint(self) -> tuple[int, ...]:
         """Storage of the first parameter and buffer: moving or rebuilding the network replaces every tensor,
         copying into it (``load_state_dict``, a worker's parameter refresh) none. All of them would cost more
         than the graph saves at this batch size."""
-        return next(self.net.parameters()).data_ptr(), next(self.net.buffers()).data_ptr()
+        return tuple(getattr(module, name).data_ptr() for module, name in self._probes)
 
     @torch.no_grad()
     def act(
@@ -93,7 +101,8 @@ class TracedActor:
             self._tensors = fingerprint
         keys = tuple(sorted(obs))
         key: GraphKey = (int(first.shape[0]), deterministic, with_aux, keys)
-        inputs = (state[0], state[1], first, *(obs[k] for k in keys))
+        constants = self.net.encoder.acting_constants(state[0].dtype)
+        inputs = (state[0], state[1], first, *(obs[k] for k in keys), *constants)
         graph = self.graphs.get(key)
         if graph is None:
             return self._trace_and_check(key, inputs, obs, state, first, deterministic, with_aux)
@@ -130,6 +139,14 @@ class TracedActor:
         warnings.warn(f"acting without a traced graph: {why}", RuntimeWarning, stacklevel=4)
         self.eager = True
         self.graphs.clear()
+
+
+def _own_parameters(module: nn.Module) -> list[str]:
+    return [name for name, p in module._parameters.items() if p is not None]
+
+
+def _own_buffers(module: nn.Module) -> list[str]:
+    return [name for name, b in module._buffers.items() if b is not None]
 
 
 def _same_outputs(a: ActOutput, b: ActOutput) -> bool:

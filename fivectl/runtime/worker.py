@@ -338,9 +338,9 @@ def act_on_rows(
     pad = -n % (ROW_BUCKET * team_size)
     index = torch.from_numpy(np.concatenate([rows, np.resize(rows[:team_size], pad)]))
     sub = actor.act(
-        {key: value[index] for key, value in obs.items()},
-        (state[0][:, index], state[1][:, index]),
-        first[index],
+        {key: value.index_select(0, index) for key, value in obs.items()},
+        (state[0].index_select(1, index), state[1].index_select(1, index)),
+        first.index_select(0, index),
         with_aux=with_aux,
     )
     keep = index[:n]

@@ -291,6 +291,27 @@ def test_acting_without_gradient_encodes_exactly_as_training_does_and_follows_we
                     encoder.embeds[g.name][f.name].weight.mul_(-2.0).add_(0.5)
 
 
+def test_the_stacked_embedding_lookup_gives_each_fields_table_the_gradient_of_one_embedding_per_field(schema):
+    """Training looks up a group's categorical fields in their tables stacked together (one ``index_select``,
+    whose backward is fast on the CPU): the inputs and every table's gradient must equal one ``nn.Embedding``
+    call per field, the layer the parameters belong to."""
+    net = make_net(schema, seed=4)
+    obs = make_obs(schema, (6, 3), seed=2)
+    encoder = net.encoder
+    for g in (g for g in schema.groups if len(g.cat_fields) > 1):
+        cats = obs[f"{g.name}.cat"].long()
+        tables = [encoder.embeds[g.name][f.name] for f in g.cat_fields]
+        columns = g.cat_columns()
+        weight = torch.randn(*cats.shape[:-1], cats.shape[-1] * net.cfg.cat_embed)
+        per_field = torch.cat([tables[i](cats[..., columns[f.name]]).flatten(-2) for i, f in enumerate(g.cat_fields)], -1)
+        expected = torch.autograd.grad((per_field * weight).sum(), [t.weight for t in tables])
+        stacked = encoder.embedded(g, cats)[0]
+        got = torch.autograd.grad((stacked * weight).sum(), [t.weight for t in tables])
+        assert torch.equal(stacked, per_field), g.name
+        for f, a, b in zip(g.cat_fields, expected, got, strict=True):
+            assert torch.equal(a, b), (g.name, f.name)
+
+
 def test_act_gives_the_log_probability_evaluate_gives_to_the_same_step(schema):
     """``act`` scores its sampled action without computing entropies; the log-probability must be evaluate's."""
     net = make_net(schema, team_size=2, seed=2)
