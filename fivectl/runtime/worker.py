@@ -270,7 +270,8 @@ class RolloutWorker:
     def decide(self, actions: np.ndarray, predictions: dict[str, np.ndarray] | None = None) -> DecisionStep:
         """Play one decision, ``actions`` [G, 2k, 4], for ``model.decide_every`` env steps: the policies' heroes
         hold their orders after the first (``HOLD``), the scripted bots act on every one. Leaves ``self.raw_obs``
-        at the last env step's observation (the bots read it). ``predictions``: the learner's, for replays."""
+        at the last env step's observation (the bots read it). The steps before the last encode only the
+        action masks, all that the bots and the game read of them (the encoding was 7% of a worker's time). ``predictions``: the learner's, for replays."""
         G, k = self.games, self.team_size
         step: DecisionStep | None = None
         for sub in range(self.recipe.model.decide_every):
@@ -281,7 +282,8 @@ class RolloutWorker:
                 self.opponents.act_bots(self.env, self.raw_obs, held)
             if self.objectives is not None:
                 self.objectives.before_step()
-            obs, components, done, info = self.env.step(actions)
+            last = sub == self.recipe.model.decide_every - 1  # the policies read only the last step's obs
+            obs, components, done, info = self.env.step(actions, masks_only=not last)
             if self.replays is not None:
                 self.replays.step(actions, done, info, predictions if sub == 0 else None)
                 self.replays.games_started(done, self.version)

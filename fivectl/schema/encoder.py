@@ -731,6 +731,15 @@ def select_closest(X, team, gi, count, hx, hy):
 
 
 @njit(cache=True, _nrt=False)
+def assign_target_slots(S, T, X, g, h, team, gi, n):
+    """Hero h's target slots of group gi: its n selected units (``select_closest``), as ``write_unit_slots``."""
+    toff = T.groups[gi, G_TOFF]
+    if toff >= 0:
+        for k in range(n):
+            S.slot_unit[g, h, toff + k] = X.cand_u[team, gi, X.sel[k]]
+
+
+@njit(cache=True, _nrt=False)
 def write_unit_slots(S, T, B, X, g, h, team, gi, n, fbase, cbase, mbase):
     """Copy the team rows of the n selected units (``select_closest``) into hero h's slots and fill in its
     observer-dependent columns."""
@@ -871,11 +880,12 @@ def write_slot_group(S, L, P, T, B, g, h, gi, fbase, cbase, mbase):
 
 # ---------------------------------------------------------------- the kernel
 @njit(cache=True, _nrt=False)
-def encode_all(S, L, P, T, B, X):
+def encode_all(S, L, P, T, B, X, masks_only):
     """Fill the zeroed flat buffers ``B`` (``ObsBuffers``) for every game and agent. Per-agent layout is given by
     the group table ``T.groups`` (``T``: ``EncoderTables``); a key's block holds [G, A, *shape] contiguously at
     ``block_offset * G * A``. Empty slots and cells outside the map are not written (they stay 0). ``X`` is the
-    scratch (``EncoderScratch``)."""
+    scratch (``EncoderScratch``). ``masks_only``: the target slots (``S.slot_unit``) and the action, target and
+    parameter masks alone, the same as a full encoding gives, for a step no policy reads (``Encoder.encode``)."""
     G = S.rng.shape[0]
     A = L.n_heroes
     GA = G * A
@@ -890,7 +900,8 @@ def encode_all(S, L, P, T, B, X):
                 src = gt[gi, G_SRC]
                 if src == SRC_HEROES or src == SRC_CREEPS or src == SRC_BUILDINGS or src == SRC_NEUTRALS:
                     team_candidates(S, L, g, team, gi, src, X)
-                    team_unit_rows(S, L, P, T, X, g, team, gi)
+                    if not masks_only:
+                        team_unit_rows(S, L, P, T, X, g, team, gi)
         for h in range(A):
             ga = g * A + h
             for k in range(T.n_targets):
@@ -901,6 +912,12 @@ def encode_all(S, L, P, T, B, X):
                 fbase = gt[gi, G_FOFF] * GA + ga * count * gt[gi, G_NF]
                 cbase = gt[gi, G_COFF] * GA + ga * count * gt[gi, G_NC]
                 mbase = gt[gi, G_MOFF] * GA + ga * count
+                if masks_only:
+                    if src == SRC_HEROES or src == SRC_CREEPS or src == SRC_BUILDINGS or src == SRC_NEUTRALS:
+                        team = S.ui[g, ST.UI_TEAM, h]
+                        n = select_closest(X, team, gi, count, S.uf[g, ST.UF_X, h], S.uf[g, ST.UF_Y, h])
+                        assign_target_slots(S, T, X, g, h, team, gi, n)
+                    continue
                 if src == SRC_GLOBAL or src == SRC_SELF or src == SRC_PREV:
                     write_vector_group(S, L, P, T, B, X, g, h, gi, fbase, cbase)
                 elif src == SRC_TERRAIN:
@@ -1041,6 +1058,10 @@ def alloc_scratch(tables: EncoderTables, n_units: int) -> EncoderScratch:
     )
 
 
+MASK_KEYS = ("action_mask", "target_mask", "param_mask")
+"""What ``Encoder.encode(..., masks_only=True)`` returns."""
+
+
 class Encoder:
     """Encodes a batched game state for one schema version (arrays per ``schema.array_specs()``)."""
 
@@ -1063,7 +1084,10 @@ class Encoder:
             self._scratch = alloc_scratch(self.compiled.tables, n_units)
         return self._scratch
 
-    def encode(self, S, L, P) -> dict[str, np.ndarray]:
+    def encode(self, S, L, P, masks_only: bool = False) -> dict[str, np.ndarray]:
+        """Every array of the schema, ``[G, A, ...]``; with ``masks_only`` the action masks alone
+        (``MASK_KEYS``): a third of the work, for a step whose observation only scripted bots and the game's
+        validation of the next actions read (a held step of ``model.decide_every``)."""
         c = self.compiled
         if S.slot_unit.shape[2] < self.n_targets or S.slot_unit.shape[1] != L.n_heroes:
             raise BadInput(
@@ -1076,12 +1100,13 @@ class Encoder:
             i=np.zeros(max(G * A * c.n_int, 1), np.int32),
             b=np.zeros(G * A * c.n_bool, np.bool_),
         )
-        encode_all(S, L, P, c.tables, bufs, self._scratch_for(L.n_units))
+        encode_all(S, L, P, c.tables, bufs, self._scratch_for(L.n_units), masks_only)
         by_name = {"float": bufs.f, "int": bufs.i, "bool": bufs.b}
         GA = G * A
         return {
             key: by_name[buf][off * GA : (off + n) * GA].reshape(G, A, *shape)
             for key, buf, off, n, shape in self._blocks
+            if not masks_only or key in MASK_KEYS
         }
 
 

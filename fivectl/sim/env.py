@@ -204,7 +204,10 @@ class MobaEnv:
         """bool [G]: whether the game now in slot g runs the change (``set_change``)."""
         return self.core_state.gi[:, GI_VARIANT].astype(np.bool_)
 
-    def step(self, actions: np.ndarray):
+    def step(self, actions: np.ndarray, masks_only: bool = False):
+        """Play ``actions`` [G, A, 4] for one step; returns (obs, reward components, done, info). With
+        ``masks_only`` the observation holds the action masks alone (``MASK_KEYS``), and the game is the same:
+        for a step whose observation no policy reads, only scripted bots and the next step's validation."""
         if self._obs is None:
             raise BadInput("MobaEnv.step() called before reset()")
         G, A = self.num_games, self.agents_per_game
@@ -239,7 +242,7 @@ class MobaEnv:
         variant = self.variant  # of the games just stepped, the finished ones included (read before their reset)
         if done.any():
             self._keep_final_and_reset(done)
-        self._obs = self._encode()
+        self._obs = self._encode(masks_only)
         info = {
             "winner": winner,
             "game_time": game_time.astype(np.float32),
@@ -309,9 +312,9 @@ class MobaEnv:
         self.start_rng[done] = S.rng[done]
         C.reset_games(S, self.layout, self.params, done)
 
-    def _encode(self) -> dict[str, np.ndarray]:
-        obs = self.encoder.encode(self.core_state, self.layout, self.params)
-        return obs if self.frame is None else self.frame.observe(obs)
+    def _encode(self, masks_only: bool = False) -> dict[str, np.ndarray]:
+        obs = self.encoder.encode(self.core_state, self.layout, self.params, masks_only)
+        return obs if self.frame is None or masks_only else self.frame.observe(obs)  # masks need no reflection
 
 
 def sample_valid_actions(rng, action_mask, target_mask, param_mask, delays=4, n_offset=81) -> np.ndarray:

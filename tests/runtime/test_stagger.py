@@ -77,8 +77,8 @@ def test_a_worker_does_not_count_the_results_of_games_it_took_over_midway():
     assert joined.any()
     step_game = worker.env.step
 
-    def team_0_wins_every_game(actions):  # 8-second games end in draws: give every game a winner to count
-        obs, components, done, info = step_game(actions)
+    def team_0_wins_every_game(actions, masks_only=False):  # 8-second games end in draws: give every game a winner to count
+        obs, components, done, info = step_game(actions, masks_only)
         info["winner"] = np.where(done, 0, -1).astype(info["winner"].dtype)
         return obs, components, done, info
 

@@ -66,9 +66,9 @@ def test_held_steps_add_their_rewards_and_the_bots_act_on_every_env_step():
     # the policy's side of each game (1v1: team 0 or 1), drawn anew for every game
     worker.opponents.act_bots = lambda *args: bot_calls.append(worker.opponents.learner_side.copy()) or act_bots(*args)
 
-    def recording_step(actions):
-        result = env_step(actions)
-        env_steps.append((actions.copy(), result[1].copy(), result[2].copy()))
+    def recording_step(actions, masks_only=False):
+        result = env_step(actions, masks_only)
+        env_steps.append((actions.copy(), result[1].copy(), result[2].copy(), masks_only))
         return result
 
     worker.env.step = recording_step
@@ -77,7 +77,8 @@ def test_held_steps_add_their_rewards_and_the_bots_act_on_every_env_step():
     assert len(bot_calls) == len(env_steps) == 2 * STEPS
     for t in range(STEPS):
         learner_rows = bot_calls[2 * t + 1]
-        (decision, first_rewards, ended), (held, second_rewards, _) = env_steps[2 * t], env_steps[2 * t + 1]
+        (decision, first_rewards, ended, lean), (held, second_rewards, _, full) = env_steps[2 * t : 2 * t + 2]
+        assert lean and not full  # only the policy's step encodes the whole observation
         assert (decision[np.arange(4), bot_calls[2 * t], 0] != HOLD).all()  # the policy decides on the first
         assert (held[np.arange(4), learner_rows, 0] == HOLD).all()  # and holds on the second
         assert (held[np.arange(4), 1 - learner_rows, 0] != HOLD).all()  # the bot still acts

@@ -5,7 +5,7 @@ import pytest
 
 from fivectl.errors import BadInput
 from fivectl.schema import load_schema
-from fivectl.schema.encoder import OBSERVER_UNIT_FEATURES, compile_schema
+from fivectl.schema.encoder import MASK_KEYS, OBSERVER_UNIT_FEATURES, compile_schema
 from fivectl.schema.spec import Field
 from tests.sim.conftest import make_env, noop, place
 
@@ -133,3 +133,24 @@ def test_teammates_see_the_same_unit_rows_except_observer_columns(schema):
         for h, row in ((0, row0), (1, row1)):
             dx = (env.state.x[0, u] - env.state.x[0, h]) / 1000.0
             assert row[cols["dx"]][0] == pytest.approx(dx, abs=1e-5)
+
+
+@pytest.mark.parametrize("team_size,lanes", [(1, 1), (5, 3)])
+def test_a_masks_only_step_plays_the_same_game_and_masks_as_a_full_one(schema, team_size, lanes):
+    """A held step of ``decide_every`` encodes the masks alone: they, the target slots the next actions refer to
+    and the game that follows must be those of a full encoding (random valid actions, fog, a team frame)."""
+    full = make_env(schema, 3, seed=5, team_size=team_size, lanes=lanes, randomize_initial_state=True)
+    lean = make_env(schema, 3, seed=5, team_size=team_size, lanes=lanes, randomize_initial_state=True)
+    rng_full, rng_lean = np.random.default_rng(1), np.random.default_rng(1)
+    for t in range(40):
+        masks_only = t % 2 == 0
+        a = full.sample_random_actions(rng_full)
+        assert np.array_equal(a, lean.sample_random_actions(rng_lean)), t
+        obs, rew, done, _ = full.step(a)
+        got, got_rew, got_done, _ = lean.step(a, masks_only=masks_only)
+        assert np.array_equal(rew, got_rew) and np.array_equal(done, got_done), t
+        assert np.array_equal(full.state.slot_unit, lean.state.slot_unit), t
+        assert set(got) == (set(MASK_KEYS) if masks_only else set(obs)), t
+        for key in got:
+            assert np.array_equal(obs[key], got[key]), (t, key)
+        assert obs["target_mask"].any(), "the check needs targets in view"
