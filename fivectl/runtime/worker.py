@@ -21,6 +21,7 @@ from fivectl.model import PolicyNet
 from fivectl.model.policy import ActOutput
 from fivectl.model.traced import TracedActor
 from fivectl.rl.reward import shape_rewards
+from fivectl.runtime.acting import act_on_rows
 from fivectl.runtime.allocator import keep_freed_memory
 from fivectl.runtime.buffers import ArraySpec, FragmentSlots
 from fivectl.runtime.opponents import OpponentSet
@@ -37,8 +38,6 @@ from fivectl.sim.objectives import ObjectiveTracker, hero_networth
 CTRL_HEARTBEAT, CTRL_VERSION, CTRL_SIM_S, CTRL_INFER_S, CTRL_WAIT_S, CTRL_STEPS, CTRL_READY = range(7)
 N_CTRL = 7
 SLOT_FREE, SLOT_FILLING, SLOT_FULL = 0, 1, 2
-ROW_BUCKET = 8
-"""Teams per step of the batch sizes the latest network acts on (``act_on_rows``)."""
 
 
 def control_specs(n_workers: int, n_slots: int) -> list[ArraySpec]:
@@ -319,49 +318,6 @@ def start_rollout_worker(
     game's kernels, then build the games and the policy."""
     warm_up_game(recipe, schema)
     return RolloutWorker(recipe, schema, params, seed, run_dir, worker_id)
-
-
-def act_on_rows(
-    actor: TracedActor,
-    obs: dict[str, torch.Tensor],
-    state: tuple[torch.Tensor, torch.Tensor],
-    first: torch.Tensor,
-    rows: np.ndarray,
-    team_size: int,
-    with_aux: bool,
-) -> ActOutput:
-    """``actor.act`` on the agent ``rows`` alone (whole teams, in order), scattered back into outputs for every
-    agent: zeros on the other rows, whose LSTM state stays as it was.
-
-    The rows are padded to a multiple of ``ROW_BUCKET`` teams with copies of the first team, so one traced
-    graph serves every count in a bucket: a worker meets a handful of sizes, not one per mix of opponents. The
-    padding's outputs are dropped."""
-    agents, n = first.shape[0], rows.size
-    pad = -n % (ROW_BUCKET * team_size)
-    index = torch.from_numpy(np.concatenate([rows, np.resize(rows[:team_size], pad)]))
-    sub = actor.act(
-        {key: value.index_select(0, index) for key, value in obs.items()},
-        (state[0].index_select(1, index), state[1].index_select(1, index)),
-        first.index_select(0, index),
-        with_aux=with_aux,
-    )
-    keep = index[:n]
-
-    def scattered(x: torch.Tensor) -> torch.Tensor:
-        full = x.new_zeros(agents, *x.shape[1:])
-        full[keep] = x[:n]
-        return full
-
-    h, c = state[0].clone(), state[1].clone()
-    h[:, keep], c[:, keep] = sub.state[0][:, :n], sub.state[1][:, :n]
-    return ActOutput(
-        actions=scattered(sub.actions),
-        logprob=scattered(sub.logprob),
-        value=scattered(sub.value),
-        win_prob=scattered(sub.win_prob),
-        state=(h, c),
-        aux={name: scattered(x) for name, x in sub.aux.items()} if sub.aux is not None else None,
-    )
 
 
 def outcome_of(winner: np.ndarray, done: np.ndarray, team_size: int) -> np.ndarray:

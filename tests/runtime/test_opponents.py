@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 
 from fivectl.config import recipe_from_dict
@@ -213,3 +215,46 @@ def test_staggered_games_share_the_latest_or_past_choice_per_round():
             assert against_latest.all() or not against_latest.any()
             past_rounds += int(not against_latest.any())
     assert abs(past_rounds / 2000 - 0.2) < 0.03
+
+
+def test_past_versions_act_through_traced_graphs_with_eager_acts_state_and_recycle_their_networks():
+    """Each past version acts for its rows alone through its network's graphs: its rows' LSTM state is what
+    eager ``act`` on those rows gives and the others' stays as it was. An evicted network is kept to load the
+    next version into, its graphs with it."""
+    import torch
+
+    from fivectl.model.synthetic import random_obs
+
+    ops = make_set(games=8, team_size=1)
+    schema = load_schema(1)
+    ops.opponent[:] = [3, 7, 3, LATEST, 7, 3, LATEST, 7]
+    ops.learner_side[:] = [0, 1, 1, 0, 0, 1, 0, 1]
+    ops.nets = OrderedDict()
+    for seed, version in enumerate((3, 7)):
+        torch.manual_seed(seed)
+        net = ops.new_net()
+        ops.nets[version] = net
+    agents = 16
+    obs = random_obs(schema, (agents,), torch.Generator().manual_seed(4))
+    first = torch.zeros(agents, dtype=torch.bool)
+    before = tuple(s.normal_() for s in ops.state)
+    before = tuple(s.clone() for s in before)
+    actions = torch.full((agents, 4), -1, dtype=torch.long)
+    ops.act(obs, first, actions)
+    played = np.zeros(agents, bool)
+    for version, rows in ops.opponent_rows().items():
+        net, index = ops.nets[version], torch.from_numpy(rows)
+        expected = net.act({k: v[index] for k, v in obs.items()}, tuple(s[:, index] for s in before), first[index])
+        for got, want in zip(ops.state, expected.state, strict=True):
+            torch.testing.assert_close(got[:, index], want, rtol=0, atol=1e-6)
+        assert (actions[index] >= 0).all() and ops.actors[id(net)].graphs
+        played[rows] = True
+    assert played.sum() == 6  # one side of each of the six games against a past version
+    for got, old in zip(ops.state, before, strict=True):
+        assert torch.equal(got[:, ~played], old[:, ~played])
+    assert (actions[~played] == -1).all()
+    ops.opponent[:] = 3  # version 7 is no longer played: evicted to the spares, and its network reused
+    ops.cache_size = 1
+    evicted = ops.nets[7]
+    ops.evict_unused()
+    assert list(ops.nets) == [3] and ops.spare == [evicted]

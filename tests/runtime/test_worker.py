@@ -11,9 +11,10 @@ from fivectl.config import load_recipe
 from fivectl.model import PolicyNet
 from fivectl.model.synthetic import random_obs
 from fivectl.model.traced import TracedActor
+from fivectl.runtime.acting import ROW_BUCKET, act_on_rows
 from fivectl.runtime.buffers import FragmentSlots, recipe_fragment_specs
 from fivectl.runtime.params import ParameterStore
-from fivectl.runtime.worker import ROW_BUCKET, RolloutWorker, act_on_rows
+from fivectl.runtime.worker import RolloutWorker
 from fivectl.schema import load_schema
 from fivectl.sim import COMPONENT_INDEX
 from fivectl.sim.env import HOLD
