@@ -58,11 +58,10 @@ class OpponentSet:
         self.round_latest = True
         self.round_versions: np.ndarray | None = None
         self.learner_side = np.zeros(games, dtype=np.int8)
-        self.nets: OrderedDict[int, PolicyNet] = OrderedDict()
-        # each network's traced act; an evicted network is kept (``spare``) to load the next version into, in
-        # place, so that its graphs (recorded on its tensors) serve every version it plays
-        self.actors: dict[int, TracedActor] = {}
-        self.spare: list[PolicyNet] = []
+        # each past version's network, with its traced act; an evicted one is kept (``spare``) to load the next
+        # version into, in place, so that its graphs (recorded on its tensors) serve every version it plays
+        self.nets: OrderedDict[int, TracedActor] = OrderedDict()
+        self.spare: list[TracedActor] = []
         self.missing = 0
         self.bot_fraction = recipe.selfplay.bot_fraction.start  # the trainer publishes its schedule's value
         self.bot_codes = np.array([bot_code(b.removeprefix("bot:")) for b in recipe.selfplay.bots], np.int32)
@@ -141,6 +140,11 @@ class OpponentSet:
                 self.opponent[self.opponent == version] = LATEST
 
     def net(self, version: int) -> PolicyNet | None:
+        actor = self.actor(version)
+        return actor.net if actor is not None else None
+
+    def actor(self, version: int) -> TracedActor | None:
+        """The traced act of ``version``'s network, loaded from the run's checkpoints unless cached."""
         if version in self.nets:
             self.nets.move_to_end(version)
             return self.nets[version]
@@ -151,18 +155,16 @@ class OpponentSet:
         except Exception:  # noqa: BLE001 - a pruned or unreadable version: play the latest instead
             self.missing += 1
             return None
-        net = self.spare.pop() if self.spare else self.new_net()
+        actor = self.spare.pop() if self.spare else self.new_actor()
         keys = ckpt.attrs["model_keys"]
-        net.load_state_dict({k: torch.from_numpy(np.array(ckpt.arrays["model"][k])) for k in keys})
-        self.nets[version] = net
+        actor.net.load_state_dict({k: torch.from_numpy(np.array(ckpt.arrays["model"][k])) for k in keys})
+        self.nets[version] = actor
         self.evict_unused()
-        return net
+        return actor
 
-    def new_net(self) -> PolicyNet:
+    def new_actor(self) -> TracedActor:
         net = PolicyNet(self.schema, self.recipe.model, self.team_size, obs_clip=self.recipe.train.obs_clip)
-        net.eval()
-        self.actors[id(net)] = TracedActor(net)
-        return net
+        return TracedActor(net.eval())
 
     def evict_unused(self) -> None:
         """Keep at most ``cache_size`` networks, but never one a running game still plays: reloading a
@@ -194,11 +196,11 @@ class OpponentSet:
         for version, rows in self.opponent_rows().items():
             if rows.size == 0:
                 continue
-            net = self.net(version)
-            if net is None:
+            actor = self.actor(version)
+            if actor is None:
                 self.opponent[self.opponent == version] = LATEST  # its games go on against the latest
                 continue
-            out = act_on_rows(self.actors[id(net)], obs, self.state, first, rows, self.team_size, with_aux=False)
+            out = act_on_rows(actor, obs, self.state, first, rows, self.team_size, with_aux=False)
             index = torch.from_numpy(rows)
             actions[index] = out.actions[index]
             self.state = out.state

@@ -730,9 +730,14 @@ def select_closest(X, team, gi, count, hx, hy):
     return n
 
 
+@njit(cache=True, _nrt=False, inline="always")
+def is_unit_source(src):
+    return src == SRC_HEROES or src == SRC_CREEPS or src == SRC_BUILDINGS or src == SRC_NEUTRALS
+
+
 @njit(cache=True, _nrt=False)
 def assign_target_slots(S, T, X, g, h, team, gi, n):
-    """Hero h's target slots of group gi: its n selected units (``select_closest``), as ``write_unit_slots``."""
+    """Hero h's target slots of group gi: its n selected units (``select_closest``), closest first."""
     toff = T.groups[gi, G_TOFF]
     if toff >= 0:
         for k in range(n):
@@ -746,18 +751,15 @@ def write_unit_slots(S, T, B, X, g, h, team, gi, n, fbase, cbase, mbase):
     gt = T.groups
     nf, nc = gt[gi, G_NF], gt[gi, G_NC]
     fcol, ccol = gt[gi, G_FCOL], gt[gi, G_CCOL]
-    toff = gt[gi, G_TOFF]
+    assign_target_slots(S, T, X, g, h, team, gi, n)
     hx, hy = S.uf[g, ST.UF_X, h], S.uf[g, ST.UF_Y, h]
     for k in range(n):
         c = X.sel[k]
-        u = X.cand_u[team, gi, c]
-        X.sel_u[k] = u
+        X.sel_u[k] = X.cand_u[team, gi, c]
         X.sel_fog[k] = X.cand_fog[team, gi, c]
         X.sel_dx[k] = X.cand_x[team, gi, c] - hx
         X.sel_dy[k] = X.cand_y[team, gi, c] - hy
         B.b[mbase + k] = True
-        if toff >= 0:
-            S.slot_unit[g, h, toff + k] = u
         o = fbase + k * nf
         for j in range(nf):
             B.f[o + j] = X.frows[team, gi, c, j]
@@ -898,7 +900,7 @@ def encode_all(S, L, P, T, B, X, masks_only):
         for team in range(2):
             for gi in range(n_groups):
                 src = gt[gi, G_SRC]
-                if src == SRC_HEROES or src == SRC_CREEPS or src == SRC_BUILDINGS or src == SRC_NEUTRALS:
+                if is_unit_source(src):
                     team_candidates(S, L, g, team, gi, src, X)
                     if not masks_only:
                         team_unit_rows(S, L, P, T, X, g, team, gi)
@@ -913,7 +915,7 @@ def encode_all(S, L, P, T, B, X, masks_only):
                 cbase = gt[gi, G_COFF] * GA + ga * count * gt[gi, G_NC]
                 mbase = gt[gi, G_MOFF] * GA + ga * count
                 if masks_only:
-                    if src == SRC_HEROES or src == SRC_CREEPS or src == SRC_BUILDINGS or src == SRC_NEUTRALS:
+                    if is_unit_source(src):
                         team = S.ui[g, ST.UI_TEAM, h]
                         n = select_closest(X, team, gi, count, S.uf[g, ST.UF_X, h], S.uf[g, ST.UF_Y, h])
                         assign_target_slots(S, T, X, g, h, team, gi, n)

@@ -232,8 +232,7 @@ def test_past_versions_act_through_traced_graphs_with_eager_acts_state_and_recyc
     ops.nets = OrderedDict()
     for seed, version in enumerate((3, 7)):
         torch.manual_seed(seed)
-        net = ops.new_net()
-        ops.nets[version] = net
+        ops.nets[version] = ops.new_actor()
     agents = 16
     obs = random_obs(schema, (agents,), torch.Generator().manual_seed(4))
     first = torch.zeros(agents, dtype=torch.bool)
@@ -243,11 +242,12 @@ def test_past_versions_act_through_traced_graphs_with_eager_acts_state_and_recyc
     ops.act(obs, first, actions)
     played = np.zeros(agents, bool)
     for version, rows in ops.opponent_rows().items():
-        net, index = ops.nets[version], torch.from_numpy(rows)
+        actor, index = ops.nets[version], torch.from_numpy(rows)
+        net = actor.net
         expected = net.act({k: v[index] for k, v in obs.items()}, tuple(s[:, index] for s in before), first[index])
         for got, want in zip(ops.state, expected.state, strict=True):
             torch.testing.assert_close(got[:, index], want, rtol=0, atol=1e-6)
-        assert (actions[index] >= 0).all() and ops.actors[id(net)].graphs
+        assert (actions[index] >= 0).all() and actor.graphs
         played[rows] = True
     assert played.sum() == 6  # one side of each of the six games against a past version
     for got, old in zip(ops.state, before, strict=True):
