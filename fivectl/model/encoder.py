@@ -24,6 +24,7 @@ from torch import nn
 from fivectl.config.model import ModelConfig
 from fivectl.errors import BadInput
 from fivectl.model.normalize import RunningMeanStd
+from fivectl.model.pooling import unit_max_pool
 from fivectl.schema.spec import Group, ObsSchema
 
 Obs = dict[str, torch.Tensor]
@@ -51,9 +52,7 @@ class UnitEmbeddings:
         """[N, E]: the max over each sample's observed units, 0 for an empty set (the MLP ends in a ReLU, so
         every value is >= 0: the max over every slot, zeros included, is the same number). Its gradient goes to
         the arg-max units (split between equal ones)."""
-        out = self.packed.new_zeros(self.n, self.packed.shape[-1])
-        index = self.samples.unsqueeze(-1).expand_as(self.packed)
-        return out.scatter_reduce(0, index, self.packed, "amax", include_self=True)
+        return unit_max_pool(self.packed, self.samples, self.n)
 
 
 class ByName(nn.Module):

@@ -1,0 +1,45 @@
+import pytest
+import torch
+
+from fivectl.model.pooling import unit_max_pool
+
+
+def reference_pool(values: torch.Tensor, samples: torch.Tensor, n: int) -> torch.Tensor:
+    out = values.new_zeros(n, values.shape[-1])
+    return out.scatter_reduce(0, samples.unsqueeze(-1).expand_as(values), values, "amax", include_self=True)
+
+
+def packed_units(dtype: torch.dtype, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """ReLU outputs of observed units, as a unit set's MLP gives them: many exact zeros, some samples without a
+    unit, and units with equal values (copies of another row) so that the gradient has ties to split."""
+    g = torch.Generator().manual_seed(seed)
+    n, count, width = 40, 12, 16
+    observed = torch.rand(n, count, generator=g) < 0.4
+    observed[:3] = False  # samples with no unit at all
+    rows = observed.reshape(-1).nonzero().squeeze(1)
+    values = torch.relu(torch.randn(rows.numel(), width, generator=g, dtype=dtype))
+    values[1::7] = values[0::7][: values[1::7].shape[0]]  # ties, within and across samples
+    return values, torch.div(rows, count, rounding_mode="floor"), n
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_the_compiled_max_pool_equals_scatter_reduce_in_value_and_gradient_to_the_bit(dtype):
+    values, samples, n = packed_units(dtype)
+    grad_out = torch.randn(n, values.shape[1], generator=torch.Generator().manual_seed(1), dtype=dtype)
+    a = values.clone().requires_grad_(True)
+    b = values.clone().requires_grad_(True)
+    pooled, expected = unit_max_pool(a, samples, n), reference_pool(b, samples, n)
+    (pooled * grad_out).sum().backward()
+    (expected * grad_out).sum().backward()
+    assert torch.equal(pooled, expected)
+    assert torch.equal(a.grad, b.grad)
+    assert (a.grad[values > 0] != 0).any() and (a.grad != 0).sum() < a.grad.numel()  # not all zeros, not dense
+    tied = torch.bincount(samples[(values[:, 0] == expected[samples, 0]) & (values[:, 0] > 0)], minlength=n)
+    assert (tied > 1).any()  # the data has ties at a sample's max, where the split matters
+
+
+def test_without_gradients_it_is_scatter_reduce_itself():
+    values, samples, n = packed_units(torch.float32)
+    with torch.no_grad():
+        assert torch.equal(unit_max_pool(values, samples, n), reference_pool(values, samples, n))
+    assert torch.equal(unit_max_pool(values, samples, n), reference_pool(values, samples, n))
