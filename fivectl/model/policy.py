@@ -81,6 +81,8 @@ def run_lstm(lstm: nn.LSTM, x: torch.Tensor, state: State, first: torch.Tensor) 
     one fused call; windows without an inner reset (the common case) are a single call.
     """
     t_total = x.shape[0]
+    if t_total == 1 and not torch.is_grad_enabled():
+        return lstm_step(lstm, x, state, first[0])
     inner_resets = (first[1:].any(dim=1).nonzero().flatten() + 1).tolist() if t_total > 1 else []
     bounds = [0, *inner_resets, t_total]
     h, c = state
@@ -90,6 +92,23 @@ def run_lstm(lstm: nn.LSTM, x: torch.Tensor, state: State, first: torch.Tensor) 
         out, (h, c) = lstm(x[t0:t1], (h * keep, c * keep))
         outputs.append(out)
     return (outputs[0] if len(outputs) == 1 else torch.cat(outputs)), (h, c)
+
+
+def lstm_step(lstm: nn.LSTM, x: torch.Tensor, state: State, first: torch.Tensor) -> tuple[torch.Tensor, State]:
+    """One step of ``lstm`` without gradient (acting): ``x`` [1, B, F], ``first`` [B]. The cell is two matrix
+    products and the fused gates (``torch.lstm_cell``): oneDNN's fused LSTM, which training runs over whole
+    windows, prepares its weights on every call, which for one step of a hundred agents is most of the work.
+    The same function; the last bits may differ from the fused call."""
+    keep = (~first).to(x.dtype)[:, None]
+    h, c = torch.lstm_cell(
+        x[0],
+        (state[0][0] * keep, state[1][0] * keep),
+        lstm.weight_ih_l0,
+        lstm.weight_hh_l0,
+        lstm.bias_ih_l0,
+        lstm.bias_hh_l0,
+    )
+    return h.unsqueeze(0), (h.unsqueeze(0), c.unsqueeze(0))
 
 
 def small_mlp(n_in: int, hidden: int, n_out: int) -> nn.Sequential:
