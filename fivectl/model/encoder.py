@@ -23,6 +23,7 @@ from torch import nn
 
 from fivectl.config.model import ModelConfig
 from fivectl.errors import BadInput
+from fivectl.model.grid import band_layers, banded_grid
 from fivectl.model.normalize import RunningMeanStd
 from fivectl.model.pooling import unit_max_pool
 from fivectl.schema.spec import Group, ObsSchema
@@ -53,6 +54,10 @@ class UnitEmbeddings:
         every value is >= 0: the max over every slot, zeros included, is the same number). Its gradient goes to
         the arg-max units (split between equal ones)."""
         return unit_max_pool(self.packed, self.samples, self.n)
+
+
+def n_convolutions(block: nn.Sequential) -> int:
+    return sum(isinstance(m, nn.Conv2d) for m in block)
 
 
 class ByName(nn.Module):
@@ -121,6 +126,8 @@ class ObsEncoder(nn.Module):
         self._stacked_cache: dict[str, tuple] = {}
         self._offsets: dict[str, torch.Tensor] = {}  # each group's categorical columns' rows in its stacked table
         self._pinned_tables: dict[str, torch.Tensor] = {}
+        self._band_cache: dict[str, tuple] = {}
+        self._pinned_bands: dict[str, list[torch.Tensor]] = {}
         self._acting_sources: list[torch.Tensor] | None = None
         self._acting_cache: tuple[tuple, list[torch.Tensor]] | None = None
         start = 0
@@ -207,9 +214,25 @@ class ObsEncoder(nn.Module):
             self._stacked_cache[g.name] = cached
         return cached[1], offsets
 
+    def grid_bands(self, g: Group) -> list[torch.Tensor]:
+        """A grid group's convolutions as band matrices and row biases (``model/grid.py``), for acting: kept until
+        a kernel changes (version counters and storage, like ``stacked_embeddings``), or the traced graph's input
+        (``pinned``)."""
+        if g.name in self._pinned_bands:
+            return self._pinned_bands[g.name]
+        block = self.grids[g.name]
+        key = tuple((p._version, p.data_ptr()) for p in block.parameters())
+        cached = self._band_cache.get(g.name)
+        if cached is None or cached[0] != key:
+            with torch.no_grad():
+                cached = (key, band_layers(block, g.size[1]))
+            self._band_cache[g.name] = cached
+        return cached[1]
+
     def acting_constants(self, dtype: torch.dtype) -> list[torch.Tensor]:
         """What acting derives from the parameters and statistics and caches until they change: each
-        normalizer's (shift, scale, low, high), then each group's stacked embedding table, in schema order. A
+        normalizer's (shift, scale, low, high), then each group's stacked embedding table, then each grid
+        group's band matrices and row biases, in schema order. A
         traced graph takes them as inputs (``pinned``) instead of deriving them again on every call.
 
         A worker asks on every step: the list is kept until a source tensor is written in place (its version
@@ -218,6 +241,7 @@ class ObsEncoder(nn.Module):
             self._acting_sources = [
                 *(t for g in self.schema.groups if g.n_float for t in self.norms[g.name].buffers()),
                 *(self.embeds[g.name][f.name].weight for g in self.schema.groups for f in g.cat_fields),
+                *(p for g in self.schema.groups if g.kind == "grid" for p in self.grids[g.name].parameters()),
             ]
         key = (dtype, *(t._version for t in self._acting_sources))
         if self._acting_cache is None or self._acting_cache[0] != key:
@@ -228,6 +252,8 @@ class ObsEncoder(nn.Module):
                         constants.extend(self.norms[g.name].standardizer(dtype))
                     if g.cat_fields:
                         constants.append(self.stacked_embeddings(g)[0])
+                    if g.kind == "grid":
+                        constants.extend(self.grid_bands(g))
             self._acting_cache = (key, constants)
         return self._acting_cache[1]
 
@@ -245,12 +271,15 @@ class ObsEncoder(nn.Module):
                     self.norms[g.name].pinned = tuple(next(rest) for _ in range(4))
                 if g.cat_fields:
                     self._pinned_tables[g.name] = next(rest)
+                if g.kind == "grid":
+                    self._pinned_bands[g.name] = [next(rest) for _ in range(2 * n_convolutions(self.grids[g.name]))]
             yield
         finally:
             for g in self.schema.groups:
                 if g.n_float:
                     self.norms[g.name].pinned = None
             self._pinned_tables.clear()
+            self._pinned_bands.clear()
 
     def observed_units(self, g: Group, obs: Obs) -> UnitEmbeddings:
         """The shared unit MLP of a ``unitset`` group, on the observed slots alone.
@@ -283,10 +312,16 @@ class ObsEncoder(nn.Module):
             if g.kind == "vector":
                 pooled.append(self.vector[g.name](x))
             else:
-                y = self.grids[g.name](x.permute(0, 3, 1, 2))  # [N, H, W, F] -> [N, F, H, W]
-                pooled.append(y.flatten(1))
+                pooled.append(self.grid_output(g, x))
         flat = torch.cat(pooled, dim=-1)
         return flat, [unit_embeddings[n] for n in self.target_groups]
+
+    def grid_output(self, g: Group, x: torch.Tensor) -> torch.Tensor:
+        """A grid group's block on ``x`` [N, H, W, F]: [N, C * H * W]. Acting (no gradient) runs it as band
+        matrix products (``model/grid.py``), training as convolutions."""
+        if not torch.is_grad_enabled():
+            return banded_grid(x, self.grid_bands(g))
+        return self.grids[g.name](x.permute(0, 3, 1, 2)).flatten(1)  # [N, H, W, F] -> [N, F, H, W]
 
     @torch.no_grad()
     def update_normalizers(self, obs: Obs) -> None:

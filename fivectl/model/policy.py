@@ -24,6 +24,7 @@ from torch import nn
 
 from fivectl.config.model import ModelConfig
 from fivectl.errors import BadInput
+from fivectl.model.attention import unit_scores
 from fivectl.model.encoder import Obs, ObsEncoder, UnitEmbeddings
 from fivectl.model.heads import log_prob_and_entropy, masked_logits, sample, scale_grad
 from fivectl.schema.spec import ObsSchema
@@ -202,8 +203,7 @@ class PolicyNet(nn.Module):
         n = q_units.shape[0]
         scores = []
         for u in units:
-            # Elementwise product + sum: faster on CPU than bmm with an inner size of 1, forward and backward.
-            dots = (u.packed * q_units.index_select(0, u.samples)).sum(-1)  # [R]
+            dots = unit_scores(u.packed, u.samples, q_units)  # [R]
             scores.append(dots.new_zeros(n * u.count).index_copy(0, u.rows, dots).view(n, u.count))
         scores = torch.cat(scores, dim=-1)  # [N, M]
         scores = (scores + (query @ key.bias).unsqueeze(-1)) / math.sqrt(query.shape[-1])

@@ -1,0 +1,41 @@
+import pytest
+import torch
+from model_helpers import make_net, make_obs
+from torch import nn
+
+from fivectl.model.grid import band_layers, banded_grid
+
+
+def grid_block(c_in: int, c: int) -> nn.Sequential:
+    return nn.Sequential(nn.Conv2d(c_in, c, 3, padding=1), nn.ReLU(), nn.Conv2d(c, c, 3, padding=1), nn.ReLU())
+
+
+@pytest.mark.parametrize("n, h, w, c_in, c", [(7, 8, 8, 2, 4), (5, 6, 9, 3, 5), (3, 1, 1, 2, 2), (4, 2, 5, 1, 3)])
+def test_band_matrices_compute_the_convolution_block(n, h, w, c_in, c):
+    torch.manual_seed(0)
+    block = grid_block(c_in, c)
+    x = torch.randn(n, h, w, c_in)
+    with torch.no_grad():
+        expected = block(x.permute(0, 3, 1, 2)).flatten(1)
+        got = banded_grid(x, band_layers(block, w))
+    torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_acting_runs_the_grid_through_band_matrices_that_follow_the_kernels_changes(schema):
+    """The acting encoder (no gradient) keeps the band matrices until a kernel changes in place, as an optimizer
+    step or a worker's parameter copy does; it must give the training encoder's output before and after."""
+    net = make_net(schema, seed=3)
+    obs = make_obs(schema, (6,), seed=5)
+    grids = [g for g in schema.groups if g.kind == "grid"]
+    assert grids, "the check needs a grid group"
+    for _ in range(2):  # before and after an in-place change
+        for g in grids:
+            x = net.encoder.group_input(g, obs)
+            training = net.encoder.grid_output(g, x).detach()
+            with torch.no_grad():
+                acting = net.encoder.grid_output(g, x.detach())
+            torch.testing.assert_close(acting, training, rtol=1e-6, atol=1e-6)
+        with torch.no_grad():
+            for g in grids:
+                for p in net.encoder.grids[g.name].parameters():
+                    p.add_(0.5 * torch.randn_like(p))
