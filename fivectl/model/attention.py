@@ -14,6 +14,8 @@ import numpy as np
 import torch
 from numba import njit
 
+from fivectl.model.pooling import runs_compiled
+
 
 @njit(cache=True, _nrt=False)
 def _scores(packed: np.ndarray, samples: np.ndarray, query: np.ndarray, out: np.ndarray) -> None:
@@ -64,15 +66,7 @@ class _UnitScores(torch.autograd.Function):
 def unit_scores(packed: torch.Tensor, samples: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
     """[R]: ``packed[r] . query[samples[r]]`` for the observed units ``packed`` [R, E] of the samples whose
     queries are ``query`` [N, E]."""
-    compiled = (
-        torch.is_grad_enabled()
-        and (packed.requires_grad or query.requires_grad)
-        and packed.device.type == "cpu"
-        and packed.dtype == query.dtype
-        and packed.dtype in (torch.float32, torch.float64)
-        and not torch.jit.is_tracing()
-    )
-    if compiled:
+    if runs_compiled(packed, query):
         return _UnitScores.apply(packed, samples.contiguous(), query)
     # Elementwise product + sum: faster on CPU than bmm with an inner size of 1, forward and backward.
     return (packed * query.index_select(0, samples)).sum(-1)

@@ -55,6 +55,20 @@ def _segment_max_backward(
             grad_values[r, e] = share[s, e] if values[r, e] == pooled[s, e] else 0.0
 
 
+def runs_compiled(*tensors: torch.Tensor) -> bool:
+    """Whether a compiled unit operation (an autograd function over numba loops) applies to ``tensors``: a
+    gradient is wanted, and they are float32 or float64 CPU tensors of one dtype outside a trace. Otherwise the
+    torch expression runs (acting, traced graphs, bfloat16 under autocast)."""
+    dtype = tensors[0].dtype
+    return (
+        torch.is_grad_enabled()
+        and any(t.requires_grad for t in tensors)
+        and all(t.device.type == "cpu" and t.dtype == dtype for t in tensors)
+        and dtype in (torch.float32, torch.float64)
+        and not torch.jit.is_tracing()
+    )
+
+
 class _UnitMaxPool(torch.autograd.Function):
     @staticmethod
     def forward(ctx, values: torch.Tensor, samples: torch.Tensor, n: int) -> torch.Tensor:
@@ -76,14 +90,7 @@ class _UnitMaxPool(torch.autograd.Function):
 def unit_max_pool(values: torch.Tensor, samples: torch.Tensor, n: int) -> torch.Tensor:
     """[N, E]: for each of the ``n`` samples, the max of ``values`` [R, E] over its rows (``samples`` [R], the
     sample of each row) and 0; 0 for a sample with no rows. Gradient: to the arg-max rows, split between ties."""
-    compiled = (
-        torch.is_grad_enabled()
-        and values.requires_grad
-        and values.device.type == "cpu"
-        and values.dtype in (torch.float32, torch.float64)
-        and not torch.jit.is_tracing()
-    )
-    if compiled:
+    if runs_compiled(values):
         return _UnitMaxPool.apply(values, samples.contiguous(), n)
     out = values.new_zeros(n, values.shape[-1])
     return out.scatter_reduce(0, samples.unsqueeze(-1).expand_as(values), values, "amax", include_self=True)
