@@ -317,11 +317,11 @@ class ObsEncoder(nn.Module):
         return flat, [unit_embeddings[n] for n in self.target_groups]
 
     def grid_output(self, g: Group, x: torch.Tensor) -> torch.Tensor:
-        """A grid group's block on ``x`` [N, H, W, F]: [N, C * H * W]. Acting (no gradient) runs it as band
-        matrix products (``model/grid.py``), training as convolutions."""
+        """A grid group's block on ``x`` [N, H, W, F]: [N, C * H * W], as band matrix products (``model/grid.py``):
+        acting (no gradient) through the cached matrices, training through matrices built from the kernels."""
         if not torch.is_grad_enabled():
             return banded_grid(x, self.grid_bands(g))
-        return self.grids[g.name](x.permute(0, 3, 1, 2)).flatten(1)  # [N, H, W, F] -> [N, F, H, W]
+        return banded_grid(x, band_layers(self.grids[g.name], g.size[1]))
 
     @torch.no_grad()
     def update_normalizers(self, obs: Obs) -> None:

@@ -4,8 +4,9 @@ The quickstart's terrain grid is 8 x 8 with 2 and then 4 channels: oneDNN's conv
 costs about 0.2 ms a layer, mostly set-up, which was a seventh of a worker's whole forward pass. A 3x3 "same"
 convolution maps three neighbouring input rows to one output row by the same linear map for every row, so a layer
 is one matrix product of every row's three-row window ``[N * H, 3 * W * C_in]`` with a band matrix
-``[3 * W * C_in, W * C_out]`` built from the kernel once per parameter version. Training keeps ``nn.Conv2d``
-(its backward needs the kernel's gradient); the two agree to float rounding.
+``[3 * W * C_in, W * C_out]`` built from the kernel once per parameter version. Training runs the same products
+(``band_conv_relu``, with its own backward): oneDNN's convolution, its backward and the ReLU's backward on its
+blocked layout were a sixth of the learner's forward + backward. The two agree with ``nn.Conv2d`` to float rounding.
 """
 
 from __future__ import annotations
@@ -34,21 +35,65 @@ def band_matrix(weight: torch.Tensor, width: int) -> torch.Tensor:
 
 
 def band_layers(block: nn.Sequential, width: int) -> list[torch.Tensor]:
-    """(band matrix, bias repeated along the row) of each convolution of a grid block, in order."""
+    """(band matrix, bias repeated along the row) of each convolution of a grid block, in order; differentiable
+    with respect to the kernels when gradient is enabled."""
     layers = []
     for conv in block:
         if isinstance(conv, nn.Conv2d):
-            layers += [band_matrix(conv.weight.detach(), width), conv.bias.detach().repeat(width)]
+            layers += [band_matrix(conv.weight, width), conv.bias.repeat(width)]
     return layers
+
+
+def row_windows(rows: torch.Tensor) -> torch.Tensor:
+    """[N, H, R] -> [N * H, 3 * R]: each row beside the row above and the row below (zeros past the edges)."""
+    n, h, _ = rows.shape
+    padded = F.pad(rows, (0, 0, 1, 1))
+    return torch.cat([padded[:, :h], padded[:, 1 : h + 1], padded[:, 2:]], dim=-1).view(n * h, -1)
+
+
+def fold_row_windows(grad_windows: torch.Tensor, n: int, h: int) -> torch.Tensor:
+    """The gradient of ``row_windows``: [N * H, 3 * R] -> [N, H, R], each row's three copies summed."""
+    parts = grad_windows.view(n, h, 3, -1)
+    grad = parts[:, :, 1].clone()
+    grad[:, :-1] += parts[:, 1:, 0]  # row k was the row above of row k + 1
+    grad[:, 1:] += parts[:, :-1, 2]  # and the row below of row k - 1
+    return grad
+
+
+class _BandConvReLU(torch.autograd.Function):
+    """relu(row_windows(x) @ band + bias) with a backward that writes each gradient once (autograd's own, through
+    the padding and the concatenation, filled and added three zero tensors per layer)."""
+
+    @staticmethod
+    def forward(ctx, rows: torch.Tensor, band: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        n, h, _ = rows.shape
+        windows = row_windows(rows)
+        out = torch.addmm(bias, windows, band).relu_()
+        ctx.save_for_backward(windows, band, out)
+        ctx.n_h = n, h
+        return out.view(n, h, -1)
+
+    @staticmethod
+    def backward(ctx, grad_out: torch.Tensor):
+        windows, band, out = ctx.saved_tensors
+        grad = torch.ops.aten.threshold_backward(grad_out.reshape(out.shape), out, 0.0)
+        grad_rows = fold_row_windows(grad @ band.t(), *ctx.n_h) if ctx.needs_input_grad[0] else None
+        return grad_rows, windows.t() @ grad, grad.sum(0)
+
+
+def band_conv_relu(rows: torch.Tensor, band: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """One convolution + ReLU on ``rows`` [N, H, W * C_in] through its band matrix: [N, H, W * C_out]."""
+    if torch.is_grad_enabled() and not torch.jit.is_tracing() and not torch.is_autocast_enabled(rows.device.type):
+        return _BandConvReLU.apply(rows, band, bias)
+    n, h, _ = rows.shape
+    return torch.relu(torch.addmm(bias, row_windows(rows), band)).view(n, h, -1)
 
 
 def banded_grid(x: torch.Tensor, layers: list[torch.Tensor]) -> torch.Tensor:
     """The grid block (convolution + ReLU per layer) on ``x`` [N, H, W, C] through ``band_layers``: [N, C_out * H
     * W], flattened channel-major like the convolution's [N, C_out, H, W] output."""
     n, h, w, _ = x.shape
-    y = x
+    y = x.reshape(n, h, -1)
     for band, bias in zip(layers[0::2], layers[1::2], strict=True):
-        rows = F.pad(y.reshape(n, h, -1), (0, 0, 1, 1))  # a zero row above and below
-        windows = torch.cat([rows[:, :h], rows[:, 1 : h + 1], rows[:, 2:]], dim=-1)  # [N, H, 3 * W * C_in]
-        y = torch.relu(torch.addmm(bias, windows.reshape(n * h, -1), band)).view(n, h, w, -1)
-    return y.permute(0, 3, 1, 2).flatten(1)
+        y = band_conv_relu(y, band, bias)
+    return y.view(n, h, w, -1).permute(0, 3, 1, 2).flatten(1)

@@ -39,3 +39,23 @@ def test_acting_runs_the_grid_through_band_matrices_that_follow_the_kernels_chan
             for g in grids:
                 for p in net.encoder.grids[g.name].parameters():
                     p.add_(0.5 * torch.randn_like(p))
+
+
+@pytest.mark.parametrize("n, h, w, c_in, c", [(7, 8, 8, 2, 4), (5, 6, 9, 3, 5), (3, 1, 1, 2, 2)])
+def test_training_through_band_matrices_gives_the_convolutions_gradients(n, h, w, c_in, c):
+    """Training runs the block through its own backward (``_BandConvReLU``): the kernels' and the input's
+    gradients must be the convolutions'."""
+    torch.manual_seed(1)
+    block = grid_block(c_in, c)
+    x = torch.randn(n, h, w, c_in, dtype=torch.float64, requires_grad=True)
+    block.double()
+    head = torch.randn(n, c * h * w, dtype=torch.float64)
+    results = []
+    for run in (lambda: block(x.permute(0, 3, 1, 2)).flatten(1), lambda: banded_grid(x, band_layers(block, w))):
+        block.zero_grad()
+        x.grad = None
+        out = run()
+        (out * head).sum().backward()
+        results.append([out.detach(), x.grad, *(p.grad for p in block.parameters())])
+    for got, expected in zip(results[1], results[0], strict=True):
+        torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-10)
