@@ -329,9 +329,6 @@ class ObsEncoder(nn.Module):
         for g in self.schema.groups:
             if not g.n_float:
                 continue
-            x = obs[f"{g.name}.float"]
-            rows = x.reshape(-1, g.n_float)
-            if g.kind == "unitset":
-                rows = rows[obs[f"{g.name}.mask"].reshape(-1)]
-            self.norms[g.name].update(rows)
+            keep = obs[f"{g.name}.mask"] if g.kind == "unitset" else None
+            self.norms[g.name].update(obs[f"{g.name}.float"], keep)
 

@@ -7,7 +7,9 @@ checkpoint holds them without pickling.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
+from numba import njit
 from torch import nn
 
 from fivectl.errors import BadInput
@@ -30,6 +32,53 @@ def merge_moments(
     new_mean = mean + delta * (batch_count / total)
     m2 = var * count + batch_var * batch_count + delta.square() * (count * batch_count / total)
     return new_mean, m2 / total, total
+
+
+@njit(cache=True, _nrt=False)
+def _column_moments(rows: np.ndarray, keep: np.ndarray, mean: np.ndarray, var: np.ndarray) -> int:
+    """Mean and population variance (float64, written into ``mean`` and ``var``) of the columns of ``rows``
+    [R, F] over the rows where ``keep`` [R] is set, in two passes (the variance from deviations, not from the
+    sum of squares, so a large mean does not cancel it away). Returns the number of rows kept."""
+    n = 0
+    mean[:] = 0.0
+    var[:] = 0.0
+    for r in range(rows.shape[0]):
+        if keep[r]:
+            n += 1
+            for j in range(rows.shape[1]):
+                mean[j] += rows[r, j]
+    if n == 0:
+        return 0
+    for j in range(rows.shape[1]):
+        mean[j] /= n
+    for r in range(rows.shape[0]):
+        if keep[r]:
+            for j in range(rows.shape[1]):
+                d = rows[r, j] - mean[j]
+                var[j] += d * d
+    for j in range(rows.shape[1]):
+        var[j] /= n
+    return n
+
+
+def batch_moments(rows: torch.Tensor, keep: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """(mean, population variance, count) in float64 of ``rows`` [R, F], only the rows where ``keep`` [R] is set.
+
+    On the CPU a compiled two-pass loop over the float32 rows: converting a whole batch to float64 and reducing
+    its columns in torch took 40 ms of the quickstart learner's 450 ms iteration (a unit set's batch is 120,000
+    rows). Elsewhere (a GPU learner) the same in torch."""
+    if rows.device.type == "cpu" and rows.dtype in (torch.float32, torch.float64):
+        if keep is None:
+            keep = torch.ones(rows.shape[0], dtype=torch.bool)
+        mean = np.empty(rows.shape[1])
+        var = np.empty(rows.shape[1])
+        n = _column_moments(rows.contiguous().numpy(), keep.contiguous().numpy(), mean, var)
+        return torch.from_numpy(mean), torch.from_numpy(var), n
+    if keep is not None:
+        rows = rows[keep]
+    rows = rows.to(torch.float64)
+    var, mean = torch.var_mean(rows, dim=0, correction=0)
+    return mean, var, rows.shape[0]
 
 
 class RunningMeanStd(nn.Module):
@@ -82,16 +131,18 @@ class RunningMeanStd(nn.Module):
         return super()._apply(keep_float64, recurse)
 
     @torch.no_grad()
-    def update(self, x: torch.Tensor) -> None:
-        """Fold every row of ``x`` [..., size] into the statistics (all leading dims are samples)."""
+    def update(self, x: torch.Tensor, keep: torch.Tensor | None = None) -> None:
+        """Fold the rows of ``x`` [..., size] into the statistics (all leading dims are samples), only those where
+        ``keep`` [...] is set when it is given."""
         if x.shape[-1] != self.size:
             raise BadInput(f"RunningMeanStd expects last dim {self.size}, got shape {tuple(x.shape)}")
-        rows = x.detach().reshape(-1, self.size).to(torch.float64)
-        n = rows.shape[0]
+        rows = x.detach().reshape(-1, self.size)
+        if keep is not None:
+            keep = keep.detach().reshape(-1).to(device=rows.device, dtype=torch.bool)
+        batch_mean, batch_var, n = batch_moments(rows, keep)
         if n == 0:
             return
-        batch_mean = rows.mean(dim=0)
-        batch_var = rows.var(dim=0, unbiased=False)
+        batch_mean, batch_var = batch_mean.to(self.mean.device), batch_var.to(self.mean.device)
         mean, var, count = merge_moments(self.mean, self.var, self.count, batch_mean, batch_var, float(n))
         self.mean.copy_(mean)
         self.var.copy_(var)

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from fivectl.errors import BadInput
-from fivectl.model.normalize import RunningMeanStd
+from fivectl.model.normalize import RunningMeanStd, batch_moments
 
 
 def test_statistics_match_numpy_on_a_stream_of_batches():
@@ -95,3 +95,32 @@ def test_update_does_not_track_gradients_and_rejects_wrong_width():
     assert not rms.mean.requires_grad
     with pytest.raises(BadInput):
         rms.update(torch.randn(3, 4))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_batch_moments_of_the_kept_rows_match_float64_numpy(dtype):
+    """The compiled two-pass moments: only the kept rows count, a large mean does not cancel the variance, and
+    no kept row at all is a count of zero."""
+    rng = np.random.default_rng(0)
+    rows = torch.from_numpy(rng.normal(1e4, 0.01, size=(500, 3))).to(dtype)
+    keep = torch.from_numpy(rng.random(500) < 0.3)
+    mean, var, n = batch_moments(rows, keep)
+    kept = rows[keep].double().numpy()
+    assert n == len(kept)
+    np.testing.assert_allclose(mean.numpy(), kept.mean(0), rtol=1e-12)
+    np.testing.assert_allclose(var.numpy(), kept.var(0), rtol=1e-6)
+    mean, var, n = batch_moments(rows, None)
+    np.testing.assert_allclose(var.numpy(), rows.double().numpy().var(0), rtol=1e-6)
+    assert batch_moments(rows, torch.zeros(500, dtype=torch.bool))[2] == 0
+
+
+def test_update_with_a_mask_equals_update_with_the_kept_rows():
+    torch.manual_seed(0)
+    x = torch.randn(6, 5, 4)
+    keep = torch.rand(6, 5) < 0.5
+    masked, indexed = RunningMeanStd(4), RunningMeanStd(4)
+    for _ in range(2):
+        masked.update(x, keep)
+        indexed.update(x[keep])
+    for name in ("mean", "var", "count"):
+        torch.testing.assert_close(getattr(masked, name), getattr(indexed, name), rtol=1e-12, atol=1e-12)
