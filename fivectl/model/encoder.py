@@ -26,6 +26,7 @@ from fivectl.errors import BadInput
 from fivectl.model.grid import band_layers, banded_grid
 from fivectl.model.normalize import RunningMeanStd
 from fivectl.model.pooling import unit_max_pool
+from fivectl.model.unit_mlp import fused_unit_mlp_applies, unit_mlp
 from fivectl.schema.spec import Group, ObsSchema
 
 Obs = dict[str, torch.Tensor]
@@ -291,13 +292,22 @@ class ObsEncoder(nn.Module):
         mask = obs[f"{g.name}.mask"]
         n, count = mask.shape[0], mask.shape[1]
         rows = mask.reshape(-1).nonzero().squeeze(1)  # observed slots of the [N * count] flattened set
+        samples = torch.div(rows, count, rounding_mode="floor")
+        if g.n_float and g.cat_fields:
+            floats = obs[f"{g.name}.float"].reshape(n * count, -1)
+            table, offsets = self.stacked_embeddings(g)
+            if fused_unit_mlp_applies(self.unitsets[g.name], floats, table):
+                cats = obs[f"{g.name}.cat"].reshape(n * count, -1)
+                standardizer = self.norms[g.name].standardizer(floats.dtype)
+                observed = unit_mlp(self.unitsets[g.name], floats, cats, rows, standardizer, table, offsets)
+                return UnitEmbeddings(observed, rows, samples, n, count)
         packed = {
             key: obs[key].reshape(n * count, *obs[key].shape[2:]).index_select(0, rows)
             for key in (f"{g.name}.float", f"{g.name}.cat")
             if key in obs
         }
         observed = self.unitsets[g.name](self.group_input(g, packed))  # [rows, E], >= 0 after the ReLU
-        return UnitEmbeddings(observed, rows, torch.div(rows, count, rounding_mode="floor"), n, count)
+        return UnitEmbeddings(observed, rows, samples, n, count)
 
     def forward(self, obs: Obs) -> tuple[torch.Tensor, list[UnitEmbeddings]]:
         pooled: list[torch.Tensor] = []
