@@ -23,7 +23,7 @@ from torch import nn
 
 from fivectl.config.model import ModelConfig
 from fivectl.errors import BadInput
-from fivectl.model.grid import band_layers, banded_grid
+from fivectl.model.grid import band_layers, banded_grid, standardized_banded_grid
 from fivectl.model.normalize import RunningMeanStd
 from fivectl.model.pooling import unit_max_pool
 from fivectl.model.unit_mlp import fused_unit_mlp_applies, unit_mlp
@@ -318,11 +318,15 @@ class ObsEncoder(nn.Module):
                 pooled.append(units.pooled())
                 unit_embeddings[g.name] = units
                 continue
-            x = self.group_input(g, obs)
             if g.kind == "vector":
-                pooled.append(self.vector[g.name](x))
+                pooled.append(self.vector[g.name](self.group_input(g, obs)))
+            elif torch.is_grad_enabled() and g.n_float and not g.cat_fields:  # training: one function from obs
+                floats = obs[f"{g.name}.float"]
+                standardizer = self.norms[g.name].standardizer(floats.dtype)
+                layers = band_layers(self.grids[g.name], g.size[1])
+                pooled.append(standardized_banded_grid(floats, standardizer, layers))
             else:
-                pooled.append(self.grid_output(g, x))
+                pooled.append(self.grid_output(g, self.group_input(g, obs)))
         flat = torch.cat(pooled, dim=-1)
         return flat, [unit_embeddings[n] for n in self.target_groups]
 

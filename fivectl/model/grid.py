@@ -7,13 +7,22 @@ is one matrix product of every row's three-row window ``[N * H, 3 * W * C_in]`` 
 ``[3 * W * C_in, W * C_out]`` built from the kernel once per parameter version. Training runs the same products
 (``band_conv_relu``, with its own backward): oneDNN's convolution, its backward and the ReLU's backward on its
 blocked layout were a sixth of the learner's forward + backward. The two agree with ``nn.Conv2d`` to float rounding.
+
+From an observation (``standardized_banded_grid``) training runs the whole block as one function whose
+element-wise passes are compiled loops: the input standardized straight into its row windows, and backward each
+layer's window gradients folded back onto its rows and through the ReLU below in one pass (torch took a pad, a
+concatenation, three normalizer passes forward and a copy, two additions and a ReLU gradient per layer backward).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
+from numba import njit
 from torch import nn
+
+from fivectl.model.pooling import runs_compiled
 
 
 def band_matrix(weight: torch.Tensor, width: int) -> torch.Tensor:
@@ -97,3 +106,124 @@ def banded_grid(x: torch.Tensor, layers: list[torch.Tensor]) -> torch.Tensor:
     for band, bias in zip(layers[0::2], layers[1::2], strict=True):
         y = band_conv_relu(y, band, bias)
     return y.view(n, h, w, -1).permute(0, 3, 1, 2).flatten(1)
+
+
+# ------------------------------------------------------------------------------------ a whole block, from obs
+
+
+@njit(cache=True, _nrt=False)
+def _standardized_row_windows(
+    x: np.ndarray, shift: np.ndarray, scale: np.ndarray, low: np.ndarray, high: np.ndarray, out: np.ndarray
+) -> None:
+    """``row_windows`` of ``clamp((x - shift) * scale, low, high)`` (``RunningMeanStd.forward`` per feature):
+    x [N, H, W, F] -> out [N * H, 3 * W * F]. Each input row is standardized once and written to the (up to)
+    three windows it is part of: as the row below of window y - 1, the middle of y, the row above of y + 1."""
+    n, h, w, f = x.shape
+    row = w * f
+    for i in range(n):
+        first, last = i * h, i * h + h - 1
+        for j in range(row):
+            out[first, j] = 0.0  # nothing above the first row
+            out[last, 2 * row + j] = 0.0  # nor below the last
+        for y in range(h):
+            o = first + y
+            for col in range(w):
+                for c in range(f):
+                    v = (x[i, y, col, c] - shift[c]) * scale[c]
+                    if v < low[c]:
+                        v = low[c]
+                    elif v > high[c]:
+                        v = high[c]
+                    j = col * f + c
+                    out[o, row + j] = v
+                    if y > 0:
+                        out[o - 1, 2 * row + j] = v
+                    if y < h - 1:
+                        out[o + 1, j] = v
+
+
+@njit(cache=True, _nrt=False)
+def _row_windows(rows: np.ndarray, h: int, out: np.ndarray) -> None:
+    """``row_windows`` of rows [N * H, R] -> out [N * H, 3 * R]."""
+    r = rows.shape[1]
+    for o in range(rows.shape[0]):
+        y = o % h
+        for k in range(3):
+            src = o + k - 1
+            if y + k - 1 < 0 or y + k - 1 >= h:
+                for j in range(r):
+                    out[o, k * r + j] = 0.0
+            else:
+                for j in range(r):
+                    out[o, k * r + j] = rows[src, j]
+
+
+@njit(cache=True, _nrt=False)
+def _fold_through_relu(grad_windows: np.ndarray, below: np.ndarray, h: int, out: np.ndarray) -> None:
+    """``threshold_backward(fold_row_windows(grad_windows), below, 0)``: each row's three window gradients
+    summed in ``fold_row_windows``' order, kept where the layer below's ReLU output ``below`` [N * H, R] is > 0."""
+    r = below.shape[1]
+    for o in range(below.shape[0]):
+        y = o % h
+        for j in range(r):
+            if below[o, j] <= 0:
+                out[o, j] = 0.0
+                continue
+            v = grad_windows[o, r + j]
+            if y + 1 < h:
+                v += grad_windows[o + 1, j]  # this row was the row above of the next one
+            if y > 0:
+                v += grad_windows[o - 1, 2 * r + j]  # and the row below of the previous one
+            out[o, j] = v
+
+
+class _StandardizedBandGrid(torch.autograd.Function):
+    """The block from raw observations ``x`` [N, H, W, F] (no gradient to them): standardized, then every
+    (band, bias) layer as a product + ReLU; -> [N, C * H * W] channel-major."""
+
+    @staticmethod
+    def forward(ctx, x, standardizer, *layers):
+        n, h, w, f = x.shape
+        windows = x.new_empty(n * h, 3 * w * f)
+        _standardized_row_windows(*(t.numpy() for t in (x, *standardizer, windows)))
+        saved = []
+        for i, (band, bias) in enumerate(zip(layers[0::2], layers[1::2], strict=True)):
+            if i:
+                rows = windows
+                windows = rows.new_empty(n * h, 3 * rows.shape[1])
+                _row_windows(rows.numpy(), h, windows.numpy())
+            out = torch.addmm(bias, windows, band).relu_()
+            saved += [windows, out]
+            windows = out
+        ctx.save_for_backward(*saved, *layers[0::2])
+        ctx.shape = n, h, w, out.shape[1] // w
+        return out.view(n, h, w, -1).permute(0, 3, 1, 2).flatten(1)
+
+    @staticmethod
+    def backward(ctx, grad_flat):
+        n, h, w, c = ctx.shape
+        saved = ctx.saved_tensors
+        n_layers = len(saved) // 3
+        windows, outputs, bands = saved[0 : 2 * n_layers : 2], saved[1 : 2 * n_layers : 2], saved[2 * n_layers :]
+        rows_grad = grad_flat.reshape(n, c, h, w).permute(0, 2, 3, 1).reshape(n * h, w * c)
+        grad = torch.ops.aten.threshold_backward(rows_grad, outputs[-1], 0.0)
+        grads = []
+        for i in reversed(range(n_layers)):
+            grads = [windows[i].t() @ grad, grad.sum(0), *grads]
+            if i:
+                grad_windows = grad @ bands[i].t()
+                grad = torch.empty_like(outputs[i - 1])
+                _fold_through_relu(grad_windows.numpy(), outputs[i - 1].numpy(), h, grad.numpy())
+        return None, None, *grads
+
+
+def standardized_banded_grid(
+    x: torch.Tensor, standardizer: tuple[torch.Tensor, ...], layers: list[torch.Tensor]
+) -> torch.Tensor:
+    """``banded_grid`` of the observation ``x`` [N, H, W, F] standardized by a normalizer's (shift, scale, low,
+    high): the block in training, differentiable in ``layers`` (not in ``x``). Elsewhere (no gradient, a trace,
+    autocast, another device or dtype) the same in torch."""
+    if runs_compiled(*layers) and not torch.is_autocast_enabled(x.device.type) and x.dtype == layers[0].dtype:
+        return _StandardizedBandGrid.apply(x.contiguous(), standardizer, *layers)
+    shift, scale, low, high = standardizer
+    return banded_grid(((x - shift) * scale).clamp(low, high), layers)

@@ -3,7 +3,7 @@ import torch
 from model_helpers import make_net, make_obs
 from torch import nn
 
-from fivectl.model.grid import band_layers, banded_grid
+from fivectl.model.grid import band_layers, banded_grid, standardized_banded_grid
 
 
 def grid_block(c_in: int, c: int) -> nn.Sequential:
@@ -57,5 +57,30 @@ def test_training_through_band_matrices_gives_the_convolutions_gradients(n, h, w
         out = run()
         (out * head).sum().backward()
         results.append([out.detach(), x.grad, *(p.grad for p in block.parameters())])
+    for got, expected in zip(results[1], results[0], strict=True):
+        torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("n, h, w, f, c", [(7, 8, 8, 2, 4), (5, 6, 9, 3, 5), (3, 1, 1, 2, 2)])
+def test_the_block_from_observations_standardizes_and_gives_the_convolutions_gradients(n, h, w, f, c):
+    """Training from an observation (``standardized_banded_grid``: standardized into the row windows, folded
+    through the ReLUs backward) computes the normalizer then the convolutions, and their kernels' gradients."""
+    torch.manual_seed(2)
+    block = grid_block(f, c).double()
+    x = torch.randn(n, h, w, f, dtype=torch.float64) * 3
+    shift, scale = torch.randn(f, dtype=torch.float64), torch.rand(f, dtype=torch.float64) + 0.5
+    low, high = torch.full((f,), -2.0, dtype=torch.float64), torch.full((f,), 2.0, dtype=torch.float64)
+    low[0], high[0] = -float("inf"), float("inf")  # a column the normalizer leaves unclipped
+    assert (((x - shift) * scale).abs() > 2).any()  # some values are clipped
+    head = torch.randn(n, c * h * w, dtype=torch.float64)
+    results = []
+    for run in (
+        lambda: block(((x - shift) * scale).clamp(low, high).permute(0, 3, 1, 2)).flatten(1),
+        lambda: standardized_banded_grid(x, (shift, scale, low, high), band_layers(block, w)),
+    ):
+        block.zero_grad()
+        out = run()
+        (out * head).sum().backward()
+        results.append([out.detach(), *(p.grad for p in block.parameters())])
     for got, expected in zip(results[1], results[0], strict=True):
         torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-10)
