@@ -17,7 +17,8 @@ def _numba_cache_dir() -> str:
     """
     package = Path(__file__).resolve().parent
     digest = hashlib.blake2b(digest_size=8)
-    for path in sorted([*package.glob("sim/*.py"), *package.glob("schema/*.py")]):
+    # model/: its kernels call model/normalize.py's standardized_value
+    for path in sorted([*package.glob("sim/*.py"), *package.glob("schema/*.py"), *package.glob("model/*.py")]):
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fivectl" / "numba"

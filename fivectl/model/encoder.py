@@ -293,7 +293,7 @@ class ObsEncoder(nn.Module):
         n, count = mask.shape[0], mask.shape[1]
         rows = mask.reshape(-1).nonzero().squeeze(1)  # observed slots of the [N * count] flattened set
         samples = torch.div(rows, count, rounding_mode="floor")
-        if g.n_float and g.cat_fields:
+        if torch.is_grad_enabled() and g.n_float and g.cat_fields:  # training: one function (model/unit_mlp.py)
             floats = obs[f"{g.name}.float"].reshape(n * count, -1)
             table, offsets = self.stacked_embeddings(g)
             if fused_unit_mlp_applies(self.unitsets[g.name], floats, table):

@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from numba import njit
 from torch import nn
 
+from fivectl.model.normalize import standardize, standardized_value
 from fivectl.model.pooling import runs_compiled
 
 
@@ -129,11 +130,7 @@ def _standardized_row_windows(
             o = first + y
             for col in range(w):
                 for c in range(f):
-                    v = (x[i, y, col, c] - shift[c]) * scale[c]
-                    if v < low[c]:
-                        v = low[c]
-                    elif v > high[c]:
-                        v = high[c]
+                    v = standardized_value(x[i, y, col, c], shift[c], scale[c], low[c], high[c])
                     j = col * f + c
                     out[o, row + j] = v
                     if y > 0:
@@ -225,5 +222,4 @@ def standardized_banded_grid(
     autocast, another device or dtype) the same in torch."""
     if runs_compiled(*layers) and not torch.is_autocast_enabled(x.device.type) and x.dtype == layers[0].dtype:
         return _StandardizedBandGrid.apply(x.contiguous(), standardizer, *layers)
-    shift, scale, low, high = standardizer
-    return banded_grid(((x - shift) * scale).clamp(low, high), layers)
+    return banded_grid(standardize(x, standardizer), layers)

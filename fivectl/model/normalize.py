@@ -81,6 +81,23 @@ def batch_moments(rows: torch.Tensor, keep: torch.Tensor | None) -> tuple[torch.
     return mean, var, rows.shape[0]
 
 
+def standardize(x: torch.Tensor, standardizer: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """``clamp((x - shift) * scale, low, high)`` with a normalizer's ``standardizer`` (shift, scale, low, high)."""
+    shift, scale, low, high = standardizer
+    return ((x - shift) * scale).clamp(low, high)
+
+
+@njit(cache=True, _nrt=False)
+def standardized_value(v, shift, scale, low, high):
+    """``standardize`` of one value, for compiled loops that standardize as they gather (the same operations)."""
+    v = (v - shift) * scale
+    if v < low:
+        return low
+    if v > high:
+        return high
+    return v
+
+
 class RunningMeanStd(nn.Module):
     """Running mean/variance of a feature vector and the clipped standardization it defines.
 
@@ -183,5 +200,4 @@ class RunningMeanStd(nn.Module):
         Three operations with per-column constants instead of normalizing every column and then selecting: a
         rollout worker's step is a few hundred small operations, so each one counts.
         """
-        shift, scale, low, high = self.standardizer(x.dtype)
-        return ((x - shift) * scale).clamp(low, high)
+        return standardize(x, self.standardizer(x.dtype))

@@ -24,6 +24,7 @@ import torch
 from numba import njit
 from torch import nn
 
+from fivectl.model.normalize import standardized_value
 from fivectl.model.pooling import runs_compiled
 
 
@@ -47,12 +48,7 @@ def _gather_input(
     for i in range(rows.shape[0]):
         r = rows[i]
         for j in range(n_float):
-            v = (floats[r, j] - shift[j]) * scale[j]
-            if v < low[j]:
-                v = low[j]
-            elif v > high[j]:
-                v = high[j]
-            out[i, j] = v
+            out[i, j] = standardized_value(floats[r, j], shift[j], scale[j], low[j], high[j])
         for f in range(cats.shape[1]):
             t = cats[r, f] + offsets[f]
             start = n_float + f * width
@@ -105,14 +101,13 @@ class _UnitMLP(torch.autograd.Function):
         return None, None, None, None, None, grad_table, grad_w1, grad_b1, grad_w2, grad_b2
 
 
-def fused_unit_mlp_applies(mlp: nn.Sequential, floats: torch.Tensor, table: torch.Tensor | None) -> bool:
+def fused_unit_mlp_applies(mlp: nn.Sequential, floats: torch.Tensor, table: torch.Tensor) -> bool:
     """Whether ``unit_mlp`` runs here: training (a gradient wanted) on the CPU in float32/float64 outside a trace
     and outside autocast, for the encoder's Linear-ReLU-Linear-ReLU block."""
-    params = [p for p in mlp.parameters()] + ([] if table is None else [table])
     return (
         len(mlp) == 4
         and not torch.is_autocast_enabled(floats.device.type)
-        and runs_compiled(floats, *params)
+        and runs_compiled(floats, table, *mlp.parameters())
     )
 
 
