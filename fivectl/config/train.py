@@ -18,8 +18,8 @@ class TrainConfig:
         "Arithmetic of the learner's forward and backward passes. bfloat16 runs matrix products, convolutions "
         "and the LSTM in bfloat16 (torch.autocast), for CPUs with AMX or AVX512-BF16 and recent GPUs; "
         "log-probabilities, losses, the optimizer and the parameters stay float32, and rollout workers act in "
-        "float32. It pays off for large LSTMs (LSTM 1024: 2.2x the forward/backward samples/s on an AMX CPU), "
-        "not for the quickstart's small network (a whole learner iteration 0.82x; benchmarks/RESULTS.md).",
+        "float32. It pays off for large LSTMs on CPUs with AMX, not for the quickstart's small network "
+        "(benchmarks/RESULTS.md has the measurements).",
         choices=("float32", "bfloat16"),
     )
     learners: int = param(

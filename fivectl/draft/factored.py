@@ -1,7 +1,7 @@
 """The first-frame win probability of every lineup, factored by what depends on the whole lineup.
 
 :class:`fivectl.draft.model.FirstFrame` builds both teams' first observations for each lineup and runs the whole
-network on them: 441 + 4,088 µs per 5v5 lineup (``benchmarks/RESULTS.md``), about 6 hours for the table. Yet in
+network on them: hours for a 5v5 table (``benchmarks/RESULTS.md``). Yet in
 the fogged first frame an agent's observation depends on the lineup only through
 
 - its own team (its hero, stats, abilities, items, the allies it sees: ``global.ally_lineup``, the unit sets),

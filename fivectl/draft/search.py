@@ -12,7 +12,7 @@ Solving a whole 5v5 draft from the first pick visits about 5.8 million states. `
 finished table, the solved minimax values of every state of the standard order for either team opening
 (:func:`store_search_caches`); a query without bans in that order only reads them. Any other query early in the
 draft (bans, another order, expectimax) solves the whole tree of its ban set bottom-up once (:func:`fill_memo`,
-about 1 s of CPU instead of 15 s top-down), and a :class:`Drafter` keeps that memo, so the later queries of the
+much faster than top-down), and a :class:`Drafter` keeps that memo, so the later queries of the
 same draft read it; later in a draft the top-down search from the state is faster than the whole tree.
 """
 
@@ -327,7 +327,7 @@ def next_subset(x):
 def fill_memo(t_from, bans, turns, me, mode, n, binom, values, memo, offsets):
     """Solve every state of depths t_from.. bottom-up, deepest first, each from its children's stored values.
 
-    The whole tree of a 5v5 draft takes 2-3 s instead of 15 s top-down: the states of a depth are independent and
+    Faster than the same tree top-down: the states of a depth are independent and
     visited in rank order, so their reads of the next depth overlap instead of following one another through
     the recursion. States with a banned hero are skipped (no search reaches them)."""
     depth = turns.shape[0]

@@ -1,8 +1,8 @@
 """Disk retention over a long run: the opponent pool's past checkpoints slimmed to their model, off the
 learner's thread.
 
-Slimming is bound by fsync (measured on a quickstart-sized checkpoint: about 0.1 s of wall time per version
-for 0.01 s of CPU), so running it inline would stall the learner at every checkpoint. One background thread
+Slimming is bound by fsync (mostly waiting, little CPU), so running it inline would stall the learner at every
+checkpoint. One background thread
 sweeps instead; a sweep that is still running when the next checkpoint lands is simply not restarted (each
 sweep covers every version outside the window, so nothing is missed).
 """

@@ -1,5 +1,5 @@
 """``surgery add-action`` and ``surgery add-hero``: grow the action space or the hero-id vocabularies of a model,
-computing exactly what it did on every observation the old game can produce (paper B; DESIGN.md §8).
+computing exactly what it did on every observation the old game can produce (paper B).
 
 add-action appends a primary action (one the game knows, ``sim.env.PRIMARY_ACTIONS``, e.g. ``item4`` for the
 storm maul of ``sim/changes.py``) to the schema's action space:

@@ -1,4 +1,4 @@
-"""What a child run's ``run.json`` says about where it came from (DESIGN.md §6: lineage).
+"""What a child run's ``run.json`` says about where it came from (docs/ARCHITECTURE.md, Surgery).
 
 The child's ``lineage`` is its parent's lineage followed by one entry for this surgery: the parent run (its path
 relative to the child's directory, so the pair can move together, and its name) and version, the operation and

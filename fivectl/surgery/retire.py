@@ -1,5 +1,5 @@
 """``surgery retire``: stop reading a field; feed it a constant and fold what that constant contributed into
-the bias (paper B, "Removing model parts"; DESIGN.md §3: retired fields are fed as constants).
+the bias (paper B, "Removing model parts": retired fields are fed as constants).
 
 The schema marks ``group.field`` ``retired`` with a ``constant``, so the game feeds that value from now on. The
 first layer of the group computed W x + b; with the field's columns at the constant c (normalized as the parent
