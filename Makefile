@@ -2,11 +2,16 @@
 #   make train  -> creates .venv, installs fivectl, trains the quickstart recipe on the embedded game
 #   make test   -> creates .venv, installs fivectl, runs ruff and the test suite
 #   make test-slow -> the tests marked slow (the paper-scale network; ~3 GB of memory), skipped by make test
+# EXTRAS picks the pip extras installed with it: dev (pytest, ruff) by default; CI adds ray and pettingzoo
+# (make test EXTRAS=dev,ray,pettingzoo). Tests of an extra that is not installed skip, saying what to install.
 PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
 TORCH  ?= torch==2.13.0
+EXTRAS ?= dev
+comma  := ,
+# One stamp per set of extras: asking for other extras installs again.
+STAMP  := $(VENV)/.installed-$(subst $(comma),+,$(EXTRAS))
 
 .PHONY: install train test test-slow lint clean
 
@@ -16,7 +21,7 @@ $(BIN)/python:
 # torch first: any other torch request would pull a multi-GB CUDA build.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check $(TORCH)
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev,ray]'
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -28,7 +33,7 @@ train: $(STAMP)
 	@if [ -f $(RUN)/run.json ]; then \
 		$(BIN)/fivectl train --run $(RUN) --resume $(TRAIN_ARGS); \
 	else \
-		$(BIN)/fivectl train recipes/quickstart.toml --run $(RUN) $(TRAIN_ARGS); \
+		$(BIN)/fivectl train quickstart --run $(RUN) $(TRAIN_ARGS); \
 	fi
 
 lint: $(STAMP)

@@ -20,7 +20,7 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-DEFAULT_RECIPE = Path("recipes") / "quickstart.toml"
+DEFAULT_RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "quickstart.toml"  # the shipped one
 REPO_RECIPE = Path(__file__).resolve().parents[2] / DEFAULT_RECIPE
 
 AgentArg = Annotated[

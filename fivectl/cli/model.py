@@ -15,7 +15,9 @@ from fivectl.schema import load_schema
 
 app = typer.Typer(help="Inspect the policy network a recipe builds.", no_args_is_help=True)
 
-RecipeArg = Annotated[Path, typer.Argument(help="A TOML recipe, e.g. recipes/quickstart.toml.")]
+RecipeArg = Annotated[
+    Path, typer.Argument(help="A TOML recipe, or a shipped recipe's name: quickstart, recipes/quickstart.toml.")
+]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override a key: --set model.lstm_size=256.")]
 
 

@@ -1,4 +1,4 @@
-"""``fivectl recipe show|check``: the resolved recipe, and every error in it at once."""
+"""``fivectl recipe list|show|check``: the shipped recipes, the resolved recipe, and every error in it at once."""
 
 from __future__ import annotations
 
@@ -13,13 +13,33 @@ from rich.table import Table
 from fivectl.cli.common import handle_errors, out_console, print_json
 from fivectl.config import Recipe, load_recipe
 from fivectl.config.fields import Schedule
+from fivectl.config.recipes import shipped_recipes
 
 app = typer.Typer(help="Inspect and validate TOML recipes.", no_args_is_help=True)
 
-RecipeArg = Annotated[Path, typer.Argument(help="A TOML recipe, e.g. recipes/quickstart.toml.")]
+RecipeArg = Annotated[
+    Path, typer.Argument(help="A TOML recipe, or a shipped recipe's name: quickstart, recipes/quickstart.toml.")
+]
 SetOpt = Annotated[
     list[str] | None, typer.Option("--set", help="Override a key: --set train.learning_rate=1e-4.")
 ]
+
+
+@app.command("list")
+@handle_errors
+def list_recipes(
+    as_json: Annotated[
+        bool, typer.Option("--json", help='Print [{"name", "description", "path"}] as JSON.')
+    ] = False,
+) -> None:
+    """List the recipes shipped with fivectl: fivectl train NAME trains one from any directory."""
+    recipes = shipped_recipes()
+    if as_json:
+        print_json([{"name": r.name, "description": r.description, "path": str(r.path)} for r in recipes])
+        return
+    width = max((len(r.name) for r in recipes), default=0)
+    for r in recipes:
+        out_console.print(f"{r.name:<{width}}  {r.description}", highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command("show")

@@ -9,13 +9,18 @@ from typing import Annotated
 import typer
 
 from fivectl.cli.common import err_console, handle_errors, print_json
+from fivectl.config.recipes import resolve_recipe
 from fivectl.errors import BadInput
 
 
 @handle_errors
 def train(
     recipe: Annotated[
-        Path | None, typer.Argument(help="TOML recipe (optional with --resume: the run's own).")
+        Path | None,
+        typer.Argument(
+            help="A TOML recipe, or a shipped recipe's name (fivectl recipe list); optional with --resume: "
+            "the run's own."
+        ),
     ] = None,
     run: Annotated[
         Path | None, typer.Option("--run", help="Run directory (default runs/NAME-TIMESTAMP).")
@@ -34,7 +39,7 @@ def train(
     backend: Annotated[
         str | None,
         typer.Option(
-            "--backend", help="Rollout workers: local processes, or ray actors (fivectl[ray] extra)."
+            "--backend", help="Rollout workers: local processes, or ray actors (fivectl\\[ray] extra)."
         ),
     ] = None,
     ray_address: Annotated[
@@ -56,7 +61,8 @@ def train(
         str | None,
         typer.Option(
             "--init-from",
-            help="Start a new run's network from RUN or RUN@VERSION (same schema and [model]; e.g. 1v1 -> 5v5).",
+            help="Start a new run's network from RUN or RUN@VERSION (same schema and \\[model]; e.g. "
+            "1v1 -> 5v5).",
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary at the end.")] = False,
@@ -67,6 +73,8 @@ def train(
     from fivectl.runtime.learner_loop import train_run
     from fivectl.runtime.run_setup import TrainOptions
 
+    if recipe is not None:
+        recipe = resolve_recipe(recipe)  # a shipped recipe's name -> its file, recorded as the run's source
     overrides = list(set_ or [])
     for key, value in (
         ("workers", workers),
@@ -89,7 +97,7 @@ def train(
         if resume:
             raise BadInput("--resume needs --run DIR (the run to continue)")
         if recipe is None:
-            raise BadInput("give a RECIPE to start a run, e.g. fivectl train recipes/quickstart.toml")
+            raise BadInput("give a RECIPE to start a run, e.g. fivectl train quickstart")
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         run = Path("runs") / f"{recipe.stem}-{stamp}"
     if not resume and recipe is None:

@@ -11,6 +11,7 @@ from fivectl.config.fields import param
 from fivectl.config.game import GameConfig
 from fivectl.config.loader import apply_overrides, build, raise_if, read_toml, to_dict
 from fivectl.config.model import ModelConfig
+from fivectl.config.recipes import resolve_recipe
 from fivectl.config.reward import RewardConfig
 from fivectl.config.selfplay import SelfPlayConfig
 from fivectl.config.train import TrainConfig
@@ -42,5 +43,7 @@ def recipe_from_dict(data: dict, source: str = "recipe", overrides: list[str] | 
 
 
 def load_recipe(path: str | Path, overrides: list[str] | None = None) -> Recipe:
-    """Load ``path`` (a TOML recipe), apply ``--set key=value`` overrides, validate everything."""
+    """Load ``path`` (a TOML recipe, or the name of a shipped one), apply ``--set key=value`` overrides, validate
+    everything."""
+    path = resolve_recipe(path)
     return recipe_from_dict(read_toml(path), source=str(path), overrides=overrides)

@@ -279,11 +279,12 @@ def schema_from_dict(d: dict, source: str) -> ObsSchema:
 
 
 def schemas_dir() -> Path:
-    """Where ``obs/vN.toml`` live: ``$FIVECTL_SCHEMAS`` if set, else the repository's ``schemas/``."""
+    """Where ``obs/vN.toml`` live: ``$FIVECTL_SCHEMAS`` if set, else the package's own ``fivectl/schemas/``
+    (shipped with it; the repository's top-level ``schemas`` is a link to it)."""
     env = os.environ.get("FIVECTL_SCHEMAS")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / "schemas"
+    return Path(__file__).resolve().parents[1] / "schemas"
 
 
 def available_versions() -> list[int]:

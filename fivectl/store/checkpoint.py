@@ -561,9 +561,9 @@ def _checked(key: str, a: np.ndarray, want: dict[str, Any]) -> np.ndarray:
 
 
 def _run_async(coro: Any) -> Any:
-    from zarr.core.sync import sync
+    from fivectl.store.io_loop import run_coroutine
 
-    return sync(coro)
+    return run_coroutine(coro)
 
 
 async def _write_group(stage: Path, arrays: dict[str, dict[str, np.ndarray]], attrs: dict[str, Any]) -> None:

@@ -26,6 +26,12 @@ def test_help_lists_commands():
     assert "recipe" in result.output and "runs" in result.output
 
 
+def test_help_shows_bracketed_names_that_rich_markup_would_eat():
+    result = runner.invoke(app, ["train", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "fivectl[ray]" in result.output and "same schema and [model]" in result.output
+
+
 def test_recipe_show_json_applies_overrides():
     result = runner.invoke(app, ["recipe", "show", QUICKSTART, "--set", "train.workers=1", "--json"])
     assert result.exit_code == 0, result.output
