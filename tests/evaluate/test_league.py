@@ -402,3 +402,18 @@ def test_league_times_its_stages(tmp_path):
     league = open_league(tmp_path)
     league.evaluate_version(0, synthetic_play, games=4)
     assert league.seconds["calibration"] > 0 and league.seconds["versions"] > 0
+
+
+def test_on_game_counts_every_game_played_up_to_the_games_planned(tmp_path):
+    league = open_league(tmp_path)  # references to calibrate first: their rounds add to the total
+    calls: list[tuple[int, int]] = []
+    league.on_game = lambda done, total: calls.append((done, total))
+    league.evaluate_versions([0, 1], synthetic_play, games=6)
+    done, totals = [d for d, _ in calls], [t for _, t in calls]
+    assert done == sorted(done) and totals == sorted(totals)  # never backwards
+    assert all(d <= t for d, t in calls)
+    assert calls[-1] == (len(league.games), len(league.games))  # every game counted, and nothing more planned
+    assert totals[0] == 12  # both versions' games are known before the first is played
+    league.on_game = None
+    league.evaluate_version(2, synthetic_play, games=2)  # nobody listens: nothing called
+    assert len(calls) == len(done)
