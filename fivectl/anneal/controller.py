@@ -1,6 +1,6 @@
 """The anneal as the trainer runs it: the hook ``fivectl train`` hands the learner (``runtime/game_change_hook.py``).
 
-Each iteration moves the ramp on by the samples trained; every ``eval.every_versions`` versions the guard rates
+Each iteration moves the ramp on by the samples trained; every ``guard_cadence`` versions the guard rates
 the newest version under the new rules (one evaluation at a time, in its own process) and, when the result comes
 in, keeps the ramp going or reverts it. Events are noted in the live view and logged in the metrics; the state goes
 into every checkpoint.
@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from fivectl.anneal.guard import GuardEvaluator, guard_games
+from fivectl.anneal.guard import GuardEvaluator, guard_cadence, guard_games
 from fivectl.anneal.ramp import GUARD_REVERT, GuardEvent, RampState
 from fivectl.config import Recipe
 from fivectl.runtime.game_change_hook import NoGameChange, variant_share
@@ -41,7 +41,7 @@ class AnnealController:
         self.recipe = recipe
         self.meta = meta
         self.guard_runner = guard
-        self.every = recipe.eval.every_versions
+        self.every, _ = guard_cadence(recipe)
         self.state: RampState | None = None
         self.events: list[GuardEvent] = []  # applied since the last metrics row
 

@@ -12,7 +12,6 @@ a reference close in skill, the guard's matches against it are the informative o
 
 from __future__ import annotations
 
-import json
 import multiprocessing as mp
 import os
 from pathlib import Path
@@ -26,6 +25,22 @@ from fivectl.store.fsync import fsync_dir
 def guard_league_path(run_dir: Path, change: str) -> Path:
     """The league of the guard's ratings under ``change``."""
     return Path(run_dir) / "anneal" / change / "league"
+
+
+GUARD_CHECKPOINTS = 10
+"""Without a cadence in the recipe (``anneal.guard_every``, ``eval.every_versions``, ``train.milestone_every``)
+the guard rates every this many checkpoints."""
+
+
+def guard_cadence(recipe: Recipe) -> tuple[int, str]:
+    """Versions between the guard's evaluations, and the recipe setting it comes from (``anneal.guard_every``)."""
+    if recipe.anneal.guard_every > 0:
+        return recipe.anneal.guard_every, "anneal.guard_every"
+    if recipe.eval.every_versions > 0:
+        return recipe.eval.every_versions, "eval.every_versions"
+    if recipe.train.milestone_every > 0:
+        return recipe.train.milestone_every, "train.milestone_every"
+    return GUARD_CHECKPOINTS * recipe.train.checkpoint_every, f"{GUARD_CHECKPOINTS} x train.checkpoint_every"
 
 
 def guard_games(recipe: Recipe) -> int:
@@ -90,17 +105,18 @@ def _rate(run_dir: str, version: int, change: str, games: int) -> None:
 
 
 def league_rating(league_dir: Path, version: int) -> dict[str, float] | None:
-    """``{"mu", "sigma"}`` of ``version`` in a league folder, once it has played games; else None."""
+    """``{"mu", "sigma"}`` of ``version`` in a league folder, once it has played games; else None (also when the
+    league cannot be read: the guard then has no result for this version)."""
+    from fivectl.evaluate.league import read_league
+
     try:
-        data = json.loads((Path(league_dir) / "league.json").read_text())
-    except (OSError, ValueError):
+        league = read_league(league_dir)
+    except (OSError, FivectlError):
         return None
-    name = f"v{int(version)}"
-    played = any(name in (g.get("a"), g.get("b")) for g in data.get("games", []))
-    for agent in data.get("agents", []):
-        if isinstance(agent, dict) and agent.get("name") == name and played:
-            return {"mu": float(agent["mu"]), "sigma": float(agent["sigma"])}
-    return None
+    rating = league.version_rating(version) if league is not None else None
+    if rating is None:
+        return None
+    return {"mu": float(rating.mu), "sigma": float(rating.sigma)}
 
 
 class GuardEvaluator:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from fivectl.anneal.controller import ANNEAL_META
-from fivectl.anneal.guard import rate_start_version
+from fivectl.anneal.guard import guard_cadence, rate_start_version
 from fivectl.anneal.ramp import RampState
 from fivectl.config import Recipe, recipe_from_dict
 from fivectl.errors import BadInput
@@ -52,6 +52,8 @@ class Started:
     guard: float
     baseline: dict[str, float]
     every_versions: int
+    every_versions_from: str
+    """The recipe setting the guard's cadence comes from (``guard.guard_cadence``)."""
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__, run=str(self.run))
@@ -103,18 +105,20 @@ def start(
     # run.json next: until the recipe names the change, nothing reads this entry either.
     run.update_meta(**{ANNEAL_META: {"change": change.name, "started": now_iso(), "baseline": baseline}})
     run.save_recipe(new)
+    every, source = guard_cadence(new)
     return Started(
-        run.path, change.name, new.anneal.over_samples, new.anneal.guard, baseline, new.eval.every_versions
+        run=run.path,
+        change=change.name,
+        over=new.anneal.over_samples,
+        guard=new.anneal.guard,
+        baseline=baseline,
+        every_versions=every,
+        every_versions_from=source,
     )
 
 
 def check_guard_setup(run: RunDir, recipe: Recipe) -> None:
-    """The guard rates a version every ``eval.every_versions`` against ``eval.references``: both must be set."""
-    if recipe.eval.every_versions <= 0:
-        raise BadInput(
-            f"{run.path}: the guard rates a version every eval.every_versions, which is 0 in this run; "
-            "add --set eval.every_versions=N"
-        )
+    """The guard plays ``eval.references``: there must be some."""
     if not recipe.eval.references:
         raise BadInput(f"{run.path}: eval.references is empty: the guard has no reference agents to play")
 
@@ -180,7 +184,7 @@ def status(run_arg: str) -> dict[str, Any]:
             "over_samples": recipe.anneal.over_samples,
             "guard": recipe.anneal.guard,
             "slowdown": recipe.anneal.slowdown,
-            "every_versions": recipe.eval.every_versions,
+            "every_versions": guard_cadence(recipe)[0],
         }
     else:
         history = run.meta.get(HISTORY_META) or []

@@ -66,7 +66,9 @@ def start(
     set_: Annotated[
         list[str] | None,
         typer.Option(
-            "--set", help="Recipe override kept by the run, e.g. eval.every_versions=10 or anneal.*."
+            "--set",
+            help="Recipe override kept by the run, e.g. anneal.guard_every=20 (versions between the guard's "
+            "evaluations) or another anneal.* or eval.* key.",
         ),
     ] = None,
     as_json: JsonOpt = False,
@@ -74,6 +76,8 @@ def start(
     """Start annealing a change into RUN; the next `fivectl train --run RUN --resume` mixes it in.
 
     First RUN@latest is rated under the change (the guard's baseline, then a reference of the guard's league).
+    The guard rates a version every anneal.guard_every versions; by default eval.every_versions when set, else
+    the run's milestones (train.milestone_every), else every 10th checkpoint.
     """
     from fivectl.anneal.run import start as start_anneal
 
@@ -90,10 +94,15 @@ def start(
         return
     b = started.baseline
     out_console.print(
-        f"anneal of {started.change} into {run}: 0 -> 1 over {started.over:,.0f} samples; the guard rates a "
-        f"version under it every {started.every_versions} versions and reverts below "
+        f"anneal of {started.change} into {run}: 0 -> 1 over {started.over:,.0f} samples; the guard reverts below "
         f"{b['mu'] - started.guard:.1f} (v{b['version']} rated {b['mu']:.1f} +- {b['sigma']:.1f} under it in "
         f"{b.get('games', 0)} games, now a reference of the guard's league; guard {started.guard:g})",
+        highlight=False,
+        soft_wrap=True,
+    )
+    out_console.print(
+        f"guard cadence: a version rated under the change every {started.every_versions} versions "
+        f"(from {started.every_versions_from}; --set anneal.guard_every=N changes it)",
         highlight=False,
         soft_wrap=True,
     )

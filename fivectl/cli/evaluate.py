@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
@@ -99,10 +99,11 @@ def match(
     # An agent that reads a fixed schema (a checkpoint) decides; otherwise the recipe's schema is encoded.
     reads_own_schema = agent_a.schema_version is not None or agent_b.schema_version is not None
     schema = None if reads_own_schema else load_schema(schema_version)
-    result = play_match(
-        agent_a, agent_b, game_cfg, games=games, seed=seed, batch=batch, schema=schema, record=record,
-        lineups=heroes, make_env=env_with_change(game_change),
-    )
+    with games_progress("games", shown=not as_json, total=games) as on_game:
+        result = play_match(
+            agent_a, agent_b, game_cfg, games=games, seed=seed, batch=batch, schema=schema, record=record,
+            lineups=heroes, make_env=env_with_change(game_change), progress=on_game,
+        )
     if as_json:
         shown = {"lineup": format_lineup(heroes)} if heroes is not None else {}
         print_json(
@@ -114,6 +115,42 @@ def match(
     if game_change is not None:
         out_console.print(f"every game runs the change {game_change}", highlight=False)
     out_console.print(_report(result, game_cfg), highlight=False)
+
+
+@contextmanager
+def games_progress(
+    label: str, shown: bool, total: int | None = None
+) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar of games on stderr (done / total, elapsed, time left), gone when the work ends; the
+    callback that moves it, ``on_game(done, total)``. None (no bar) with --json or when stderr is no terminal.
+    ``total``: the games known before the first ends, if any."""
+    if not shown or not err_console.is_terminal:
+        yield None
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task(label, total=total)
+
+        def on_game(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield on_game
 
 
 @contextmanager
@@ -246,7 +283,10 @@ def trueskill(
     if workers < 1:
         raise BadInput(f"--workers: must be >= 1, got {workers}")
     use_one_torch_thread()
-    league, rated = evaluate_run(run, versions=versions, games=games, workers=workers, seed=seed)
+    with games_progress("league games", shown=not as_json) as on_game:
+        league, rated = evaluate_run(
+            run, versions=versions, games=games, workers=workers, seed=seed, on_game=on_game
+        )
     if plot is not None:
         league.plot_ratings(plot)
     if as_json:

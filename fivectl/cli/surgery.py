@@ -9,12 +9,14 @@ from typing import Annotated
 import typer
 
 from fivectl.cli.common import EXIT_FAILED, err_console, handle_errors, out_console, print_json
+from fivectl.errors import BadInput
 from fivectl.surgery.add_action import plan_add_action, plan_add_hero
 from fivectl.surgery.add_obs import plan_add_obs
 from fivectl.surgery.calibrate import calibrate_columns
 from fivectl.surgery.retire import default_constant, plan_retire
 from fivectl.surgery.run import Parent, SurgeryResult, operate
 from fivectl.surgery.schemas import resolve_schema
+from fivectl.surgery.verify import FRESH_GAMES, FRESH_STEPS
 from fivectl.surgery.verify import verify as verify_run
 from fivectl.surgery.widen import plan_widen
 
@@ -202,31 +204,47 @@ def verify(
     against: Annotated[
         str | None, typer.Option("--against", help="Compare with RUN@VERSION instead of the recorded parent.")
     ] = None,
-    fragments: Annotated[int, typer.Option("--fragments", min=1, help="Rollout fragments to replay.")] = 8,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random values of new inputs.")] = 0,
+    fragments: Annotated[int, typer.Option("--fragments", help="Rollout fragments to replay.")] = 8,
+    games: Annotated[
+        int, typer.Option("--games", help="Fresh games the parent plays when it kept no rollouts to replay.")
+    ] = FRESH_GAMES,
+    steps: Annotated[int, typer.Option("--steps", help="Decisions compared in those fresh games.")] = FRESH_STEPS,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random values of new inputs and fresh games.")] = 0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Replay the parent's rollouts through both networks; add-obs, widen, add-action and add-hero must agree
-    within 1e-5 (else exit 1)."""
-    result = verify_run(run, against, fragments, seed)
+    """Replay the parent's rollouts (or, when it kept none, fresh games the parent plays) through both networks;
+    add-obs, widen, add-action and add-hero must agree within 1e-5 (else exit 1)."""
+    for name, value in (("--fragments", fragments), ("--games", games), ("--steps", steps)):
+        if value < 1:
+            raise BadInput(f"{name}: must be >= 1, got {value}")
+    result = verify_run(run, against, fragments, seed, games=games, steps=steps)
     if as_json:
         print_json(result)
     else:
-        out_console.print(
-            f"{result['parent']}@{result['parent_version']} vs {result['child']}@{result['child_version']}",
-            highlight=False,
-            soft_wrap=True,
-        )
-        for key, value in result["max_abs_delta"].items():
-            out_console.print(f"  max |delta| {key:<8} {value:.3g}", highlight=False)
-        bound = result["tolerance"]
-        verdict = (
-            f"within {bound:g}" if result["ok"] and bound else "exceeds " + f"{bound:g}" if bound else "drift (retire)"
-        )
-        out_console.print(
-            f"{result['fragments']} fragments, {result['samples']:,} samples; {result['operation'] or 'compare'}: "
-            f"{verdict}",
-            highlight=False,
-        )
+        show_verify(result)
     if not result["ok"]:
         raise typer.Exit(EXIT_FAILED)
+
+
+def show_verify(result: dict) -> None:
+    def say(text: str) -> None:
+        out_console.print(text, highlight=False, soft_wrap=True)
+
+    say(f"{result['parent']}@{result['parent_version']} vs {result['child']}@{result['child_version']}")
+    fresh = result["fresh_games"]
+    if fresh is not None:
+        say(
+            f"no recorded rollouts in {result['parent']} (or its ancestors) that its schema reads: played "
+            f"{fresh['games']} fresh games with the parent (v{result['parent_version']}) for "
+            f"{result['samples']:,} observations"
+        )
+    for key, value in result["max_abs_delta"].items():
+        say(f"  max |delta| {key:<8} {value:.3g}")
+    bound = result["tolerance"]
+    verdict = (
+        f"within {bound:g}" if result["ok"] and bound else "exceeds " + f"{bound:g}" if bound else "drift (retire)"
+    )
+    say(
+        f"{result['fragments']} fragments, {result['samples']:,} samples; {result['operation'] or 'compare'}: "
+        f"{verdict}"
+    )

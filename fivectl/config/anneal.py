@@ -29,6 +29,12 @@ class AnnealConfig:
         gt=0,
     )
     slowdown: float = param(0.5, "The ramp's speed is multiplied by this at each revert.", gt=0, le=1)
+    guard_every: int = param(
+        0,
+        "Versions between the guard's evaluations; 0 = eval.every_versions when set, else train.milestone_every "
+        "(the versions the run keeps for good), else every 10th checkpoint (10 x train.checkpoint_every).",
+        ge=0,
+    )
     guard_games: int = param(
         60,
         "Games per guard evaluation of a version under the change; 0 = eval.games. With 20 games a rating's sigma "

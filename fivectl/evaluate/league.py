@@ -63,6 +63,9 @@ ROLE_VERSION = "version"
 ROLES = (ROLE_ANCHOR, ROLE_REFERENCE, ROLE_VERSION)
 
 PlayFn = Callable[[str, str, int, int], Sequence[int]]
+GameProgress = Callable[[int, int], None]
+"""``on_game(done, total)``: games played so far and games planned so far (calibration rounds add theirs as they
+are drawn up, so ``total`` can grow); called whenever a match's games are recorded."""
 
 
 def version_name(version: int) -> str:
@@ -153,6 +156,10 @@ class League:
         self.cpu_seconds = {"calibration": 0.0, "versions": 0.0}
         """The same in CPU seconds of this process (games played elsewhere are not counted)."""
         self._last_save = time.monotonic()
+        self.on_game: GameProgress | None = None
+        """Told of the games played by this object's evaluations (``GameProgress``); None: nobody listens."""
+        self._games_planned = 0
+        self._games_done = 0
         self._ensure_references(cfg.references)
 
     # -- opening and saving -------------------------------------------------------------------------
@@ -289,6 +296,18 @@ class League:
     def games_played(self, name: str) -> int:
         return sum(1 for g in self.games if name in (g.a, g.b))
 
+    def version_rating(self, version: int) -> Rating | None:
+        """The rating of a version of this run once it has played games; None before."""
+        agent = self.agents.get(version_name(version))
+        if agent is None or self.games_played(agent.name) == 0:
+            return None
+        return agent.rating
+
+    def newest_version(self) -> LeagueAgent | None:
+        """The version of this run with the highest number in the league (None before the first)."""
+        versions = [a for a in self.agents.values() if a.role == ROLE_VERSION and a.version is not None]
+        return max(versions, key=lambda a: a.version) if versions else None
+
     def _agent(self, name: str) -> LeagueAgent:
         try:
             return self.agents[name]
@@ -343,6 +362,7 @@ class League:
                     round_matches += [
                         (name, o.name) for o in self._within_window(self.agents[name].mu, others)
                     ]
+                self._plan_games(len(round_matches) * games_per_pair)
                 self._play_matches(round_matches, games_per_pair, play_fn, rate=False)
                 self._fit_references(pending)
             for name in pending:
@@ -369,6 +389,12 @@ class League:
         ``eval.games_per_match``; the match runner alternates sides by game index, so an even number is fair).
         """
         games = self.cfg.games if games is None else int(games)
+        self._plan_games(games)
+        return self._evaluate_version(version, play_fn, games, games_per_match)
+
+    def _evaluate_version(
+        self, version: int, play_fn: PlayFn, games: int, games_per_match: int | None
+    ) -> Rating:
         games_per_match = self.cfg.games_per_match if games_per_match is None else int(games_per_match)
         if games < 1 or games_per_match < 1:
             raise BadInput("league: games and games_per_match must be >= 1")
@@ -396,7 +422,18 @@ class League:
         games_per_match: int | None = None,
     ) -> dict[int, Rating]:
         """:meth:`evaluate_version` for each version, oldest first (so each starts from its predecessor's mu)."""
-        return {v: self.evaluate_version(v, play_fn, games, games_per_match) for v in sorted(set(versions))}
+        chosen = sorted(set(versions))
+        games = self.cfg.games if games is None else int(games)
+        self._plan_games(games * len(chosen))  # every version's games up front: the total is known
+        return {v: self._evaluate_version(v, play_fn, games, games_per_match) for v in chosen}
+
+    def _plan_games(self, games: int) -> None:
+        self._games_planned += max(0, int(games))
+        self._tell_progress()
+
+    def _tell_progress(self) -> None:
+        if self.on_game is not None:
+            self.on_game(self._games_done, self._games_planned)
 
     def _version_agent(self, version: int) -> LeagueAgent:
         version = int(version)
@@ -464,6 +501,8 @@ class League:
             self.games.append(GameRecord(a_name, b_name, winner, seed, i, stamp))
         self.matches += 1
         self._save_if_due()
+        self._games_done += len(outcomes)
+        self._tell_progress()
 
     def _rate_game(self, a: LeagueAgent, b: LeagueAgent, outcome: int) -> None:
         new_a, new_b = self.model.update(a.rating, b.rating, outcome)
@@ -548,6 +587,17 @@ class League:
             counts[g.a] = counts.get(g.a, 0) + 1
             counts[g.b] = counts.get(g.b, 0) + 1
         return counts
+
+
+def read_league(path: str | Path) -> League | None:
+    """The league saved in folder ``path`` as it stands, for reading only: no lock is taken (every save is
+    atomic, so a reader sees the last one whole) and nothing is added or written. None when the folder has no
+    league file yet; a corrupt one raises BadInput naming the file."""
+    league = League(path, EvalConfig(references=[]))
+    if not league.file.exists():
+        return None
+    league._load()
+    return league
 
 
 def _check_outcomes(outcomes: Sequence[int], games: int, a: str, b: str) -> list[int]:

@@ -9,7 +9,6 @@ never imports this feature.
 
 from __future__ import annotations
 
-import json
 import multiprocessing as mp
 from pathlib import Path
 
@@ -64,22 +63,19 @@ class PeriodicEvaluator:
         return True
 
     def latest_rating(self) -> dict | None:
-        """mu/sigma of the newest rated version, read from the league file (None before the first)."""
-        path = self.run_dir / "league" / "league.json"
+        """mu/sigma of the newest rated version, read from the run's league (None before the first, or while the
+        league cannot be read: the learner's metrics go on without it)."""
+        from fivectl.evaluate.league import read_league
+        from fivectl.store.rundir import RunDir
+
         try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
+            league = read_league(RunDir.open(self.run_dir).league_path)
+        except (OSError, FivectlError):
             return None
-        agents = data.get("agents", {})
-        rated = [
-            a
-            for a in (agents.values() if isinstance(agents, dict) else agents)
-            if isinstance(a, dict) and a.get("version") is not None
-        ]
-        if not rated:
+        newest = league.newest_version() if league is not None else None
+        if newest is None:
             return None
-        newest = max(rated, key=lambda a: a["version"])
-        return {"version": newest["version"], "mu": newest["mu"], "sigma": newest["sigma"]}
+        return {"version": newest.version, "mu": newest.mu, "sigma": newest.sigma}
 
     def close(self, wait_s: float = 0.0) -> None:
         if self.proc is not None:

@@ -21,7 +21,7 @@ from fivectl.config import GameConfig, Recipe
 from fivectl.config.loader import to_dict
 from fivectl.errors import BadInput, SchemaMismatch
 from fivectl.evaluate import policy_agent  # noqa: F401 - registers RUN_DIR@VERSION agent specs
-from fivectl.evaluate.league import League, version_name
+from fivectl.evaluate.league import GameProgress, League, version_name
 from fivectl.evaluate.match import (
     AgentPool,
     MatchResult,
@@ -232,12 +232,14 @@ def evaluate_run(
     change: str | None = None,
     league_path: Path | None = None,
     recipe: Recipe | None = None,
+    on_game: GameProgress | None = None,
 ) -> tuple[League, list[int]]:
     """Rate ``versions`` of a run in its league (references are calibrated first if needed); returns the league
     and the versions rated. A version's matches depend on each other's results, so ``workers`` only helps the
     calibration rounds and matches of at least ``2 * MIN_GAMES_PER_PROCESS`` games. ``change``/``league_path``:
     rate them in another league under a change of the game that every game runs (the anneal's guard); by default
-    the run's league and game. ``recipe``: the run's recipe as it is about to be saved (default: as saved)."""
+    the run's league and game. ``recipe``: the run's recipe as it is about to be saved (default: as saved).
+    ``on_game(done, total)``: told of the games played, calibration included (``league.GameProgress``)."""
     run = RunDir.open(run_dir)
     recipe = recipe or run.load_recipe()
     store = CheckpointStore(run.checkpoints_path)
@@ -252,6 +254,7 @@ def evaluate_run(
     league_path = league_path or run.league_path
     try:
         with League.session(league_path, recipe.eval, run_spec=str(run.path), seed=seed) as league:
+            league.on_game = on_game
             # A pinned version is a reference now: its rating stays fixed, so it is shown, not re-rated.
             chosen = [v for v in chosen if not is_pinned(league, v)]
             if chosen:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from shared_helpers import TINY, assert_bad_input
+from shared_helpers import assert_bad_input
 from typer.testing import CliRunner
 
 from fivectl.cli.main import app
@@ -21,35 +21,11 @@ from fivectl.store.checkpoint import CheckpointStore
 from fivectl.store.metrics import MetricsLog
 from fivectl.store.rollouts import read_rollouts
 
-# The guard plays the anchor alone (nothing to calibrate) a few short games: seconds per evaluation.
-RECIPE = (
-    TINY
-    + '\n[eval]\nreferences = ["random"]\ngames = 2\ngames_per_match = 2\n'
-    + "\n[anneal]\nguard_games = 2\nbaseline_games = 4\n"
-)
 runner = CliRunner()
 
 
 def invoke(*args: str):
     return runner.invoke(app, [str(a) for a in args])
-
-
-@pytest.fixture(scope="module")
-def rated_run(tmp_path_factory) -> Path:
-    """A tiny run trained a little."""
-    root = tmp_path_factory.mktemp("anneal")
-    recipe = root / "tiny.toml"
-    recipe.write_text(RECIPE)
-    run = root / "run"
-    assert invoke("train", recipe, "--run", run, "--max-samples", "128").exit_code == 0
-    return run
-
-
-@pytest.fixture
-def run(rated_run, tmp_path) -> Path:
-    copy = tmp_path / "run"
-    shutil.copytree(rated_run, copy)
-    return copy
 
 
 def snapshot(run: Path) -> tuple[bytes, bytes]:
@@ -79,7 +55,6 @@ def test_bad_inputs_are_one_line_exit_2_and_write_nothing(run):
         "fivectl surgery add-action",
         "item4",
     )
-    assert_bad_input(invoke("anneal", "start", run, "--change", "fast-waves"), "eval.every_versions")
     assert_bad_input(
         invoke("anneal", "start", run, "--change", "fast-waves", "--over", "-5", *every), "--over"
     )
@@ -99,8 +74,13 @@ def test_bad_inputs_are_one_line_exit_2_and_write_nothing(run):
         "eval.references",
     )
     assert snapshot(run) == before and not (run / "anneal").exists()
-    # the start: the start version rated under the change, pinned in the guard's league as the baseline
-    assert invoke("anneal", "start", run, "--change", "fast-waves", *every).exit_code == 0
+    # the start, with no guard cadence in the recipe: every 10th checkpoint (the tiny recipe keeps no milestones),
+    # said on a line of its own; the start version is rated under the change, pinned in the guard's league
+    begun = invoke("anneal", "start", run, "--change", "fast-waves")
+    assert begun.exit_code == 0, begun.output
+    assert "guard cadence: a version rated under the change every 20 versions (from 10 x train.checkpoint_every" in (
+        " ".join(begun.stdout.split())
+    )
     started = snapshot(run)
     baseline = json.loads((run / "run.json").read_text())["anneal"]["baseline"]
     guard_league = json.loads((run / "anneal" / "fast-waves" / "league" / "league.json").read_text())
@@ -113,6 +93,7 @@ def test_bad_inputs_are_one_line_exit_2_and_write_nothing(run):
     assert snapshot(run) == started
     status = json.loads(invoke("anneal", "status", run, "--json").output)
     assert (status["change"], status["trained"], status["fraction"]) == ("fast-waves", False, 0.0)
+    assert status["settings"]["every_versions"] == 20
     dropped = invoke("anneal", "stop", run, "--drop", "--json")
     assert json.loads(dropped.output)["outcome"] == "drop"
     assert 'change = ""' in (run / "recipe.toml").read_text()
@@ -206,11 +187,13 @@ def test_the_guard_reverts_the_canary_through_a_kill_and_an_exact_resume(run, ra
     variants = [f.arrays["variant"] for f in read_rollouts(run / "rollouts")]
     assert variants and all(v.all() for v in variants)
     assert "ended (keep)" in invoke("anneal", "status", run).output
-    # matches of the run play its game, the kept change included, unless --change says otherwise
-    played = invoke("evaluate", "match", f"{run}@latest", "random", "--games", "2", "--json")
+    # matches of the run play its game, the kept change included, unless --change says otherwise (short games:
+    # what is checked is the change they run)
+    short = ("--games", "2", "--set", "game.time_limit_s=10", "--json")
+    played = invoke("evaluate", "match", f"{run}@latest", "random", *short)
     assert played.exit_code == 0, played.output
     assert json.loads(played.stdout)["change"] == canary
-    plain = invoke("evaluate", "match", f"{run}@latest", "random", "--games", "2", "--change", "none", "--json")
+    plain = invoke("evaluate", "match", f"{run}@latest", "random", "--change", "none", *short)
     assert json.loads(plain.stdout)["change"] is None
     assert_bad_input(
         invoke("evaluate", "match", f"{run}@latest", f"{rated_run}@latest", "--games", "2"), "different games"

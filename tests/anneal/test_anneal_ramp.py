@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from fivectl.anneal.controller import AnnealController
+from fivectl.anneal.guard import guard_cadence
 from fivectl.anneal.ramp import GUARD_OK, GUARD_REVERT, RampState
-from fivectl.config import recipe_from_dict
+from fivectl.config import load_recipe, recipe_from_dict
 from fivectl.errors import FivectlError
 from fivectl.runtime.game_change_hook import variant_share
 
@@ -165,3 +166,20 @@ def test_variant_share_counts_trained_samples_in_changed_games():
     variant[:, 0] = True
     assert variant_share([{"train": train, "variant": variant}]) == pytest.approx(4 / 12)
     assert variant_share([{"train": train}]) is None
+
+
+def test_the_guard_cadence_comes_from_the_recipe_without_a_setting():
+    quickstart = load_recipe("recipes/quickstart.toml")
+    assert guard_cadence(quickstart) == (quickstart.train.milestone_every, "train.milestone_every")
+    no_milestones = load_recipe("recipes/quickstart.toml", ["train.milestone_every=0"])
+    assert guard_cadence(no_milestones) == (
+        10 * no_milestones.train.checkpoint_every, "10 x train.checkpoint_every"
+    )
+    evaluated = load_recipe("recipes/quickstart.toml", ["eval.every_versions=7"])
+    assert guard_cadence(evaluated) == (7, "eval.every_versions")  # what an anneal started before used
+    chosen = load_recipe("recipes/quickstart.toml", ["eval.every_versions=7", "anneal.guard_every=30"])
+    assert guard_cadence(chosen) == (30, "anneal.guard_every")
+    c, guard = controller(lambda version: 20.0, every=0)  # no eval.every_versions: the guard still runs
+    c.load_state_dict(None, samples=0, version=0)
+    drive(c, 100)
+    assert guard.submitted == [100]  # the default recipe's milestones

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import typer
+from rich.console import Console
 from shared_helpers import assert_bad_input
 from typer.testing import CliRunner
 
+from fivectl.cli import evaluate as cli_evaluate
 from fivectl.cli.evaluate import app as evaluate_app
 
 REPO = Path(__file__).resolve().parents[2]
@@ -83,3 +86,28 @@ def test_impossible_game_section_is_bad_input():
     assert_bad_input(
         invoke("random", "random", "--recipe", QUICKSTART, "--set", "game.lanes=2"), "game.lanes"
     )
+
+
+def terminal_stderr(monkeypatch) -> io.StringIO:
+    """The command's stderr console, as if stderr were a terminal: what it draws lands in the returned buffer."""
+    buffer = io.StringIO()
+    monkeypatch.setattr(cli_evaluate, "err_console", Console(file=buffer, force_terminal=True, width=100))
+    return buffer
+
+
+def test_a_terminal_gets_a_progress_bar_of_games_and_json_stays_pure(monkeypatch):
+    drawn = terminal_stderr(monkeypatch)
+    result = invoke(*short_game("random", "bot:passive", "--games", "3"))
+    assert result.exit_code == 0, result.output
+    assert "games" in drawn.getvalue() and "3/3" in drawn.getvalue()  # the bar on stderr, games done / total
+    assert "3/3" not in result.stdout
+    drawn = terminal_stderr(monkeypatch)
+    as_json = invoke(*short_game("random", "bot:passive", "--games", "3", "--json"))
+    assert as_json.exit_code == 0, as_json.output
+    assert json.loads(as_json.stdout)["games"] == 3  # nothing but JSON on stdout
+    assert drawn.getvalue() == ""  # and no bar with --json
+
+
+def test_no_bar_when_stderr_is_not_a_terminal():
+    result = invoke(*short_game("random", "bot:passive", "--games", "2"))
+    assert result.exit_code == 0 and "2/2" not in result.output

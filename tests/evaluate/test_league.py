@@ -402,3 +402,46 @@ def test_league_times_its_stages(tmp_path):
     league = open_league(tmp_path)
     league.evaluate_version(0, synthetic_play, games=4)
     assert league.seconds["calibration"] > 0 and league.seconds["versions"] > 0
+
+
+def test_on_game_counts_every_game_played_up_to_the_games_planned(tmp_path):
+    league = open_league(tmp_path)  # references to calibrate first: their rounds add to the total
+    calls: list[tuple[int, int]] = []
+    league.on_game = lambda done, total: calls.append((done, total))
+    league.evaluate_versions([0, 1], synthetic_play, games=6)
+    done, totals = [d for d, _ in calls], [t for _, t in calls]
+    assert done == sorted(done) and totals == sorted(totals)  # never backwards
+    assert all(d <= t for d, t in calls)
+    assert calls[-1] == (len(league.games), len(league.games))  # every game counted, and nothing more planned
+    assert totals[0] == 12  # both versions' games are known before the first is played
+    league.on_game = None
+    league.evaluate_version(2, synthetic_play, games=2)  # nobody listens: nothing called
+    assert len(calls) == len(done)
+
+
+def test_the_league_read_by_training_and_the_anneal_guard(tmp_path):
+    from fivectl.anneal.guard import league_rating
+    from fivectl.config import recipe_from_dict
+    from fivectl.evaluate.league import read_league
+    from fivectl.evaluate.periodic import PeriodicEvaluator
+    from fivectl.store.rundir import RunDir
+
+    run = RunDir.create(tmp_path / "run", recipe_from_dict({}))
+    periodic = PeriodicEvaluator(run.path, every_versions=2, games=4)
+    assert read_league(run.league_path) is None and periodic.latest_rating() is None  # nothing rated yet
+    league = League.open(run.league_path, cfg(), run_spec=RUN, seed=7)
+    league.evaluate_versions([0, 1], synthetic_play, games=4)
+    read = read_league(run.league_path)
+    assert read is not None and comparable(read) == comparable(league)
+    newest = league.rating(version_name(1))
+    assert periodic.latest_rating() == {"version": 1, "mu": newest.mu, "sigma": newest.sigma}
+    assert league_rating(run.league_path, 1) == {"mu": newest.mu, "sigma": newest.sigma}
+    assert league_rating(run.league_path, 5) is None  # never rated
+    league._version_agent(5)  # in the league, no games yet: not rated
+    league.save()
+    assert league_rating(run.league_path, 5) is None
+    assert periodic.latest_rating()["version"] == 5  # the newest version the league holds, as before
+    league.file.write_text("{corrupt")
+    with pytest.raises(BadInput, match="corrupt league file"):
+        read_league(run.league_path)
+    assert periodic.latest_rating() is None and league_rating(run.league_path, 1) is None  # training goes on

@@ -114,6 +114,15 @@ def test_every_game_is_played_once_with_few_slots(fake_env, fake_schema):
         assert agent.slot_steps == game_steps(range(9))  # each game played to its end exactly once
 
 
+def test_progress_counts_every_game_up_to_the_total(fake_env, fake_schema):
+    calls: list[tuple[int, int]] = []
+    a, b = CountingAgent(ATTACK, "a"), CountingAgent(0, "b")
+    play_match(a, b, GameConfig(), games=9, batch=2, schema=fake_schema, make_env=fake_env,
+               progress=lambda done, total: calls.append((done, total)))  # fmt: skip
+    done = [d for d, _ in calls]
+    assert {t for _, t in calls} == {9} and done == sorted(set(done)) and done[-1] == 9 and done[0] >= 1
+
+
 def test_random_agent_only_takes_valid_actions(fake_env, fake_schema):
     cfg = GameConfig(team_size=3)
     r = play_match(RandomAgent(), RandomAgent(), cfg, games=6, batch=3, schema=fake_schema, make_env=fake_env)

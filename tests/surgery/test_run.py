@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -159,8 +160,6 @@ def test_an_unconvertible_pool_version_is_an_error_before_anything_is_written(pa
     store = CheckpointStore(parent_run / "checkpoints.zarr")
     pool = store.load().attrs["opponent_pool"]["versions"]
     victim = parent_run / "checkpoints.zarr" / f"v{pool[0]:08d}"
-    import shutil
-
     shutil.rmtree(victim)
     out = tmp_path / "out"
     assert f"v{pool[0]} is not among the run's checkpoints" in bad("widen", str(parent_run), "--fc", "64", "--out", str(out))
@@ -212,10 +211,40 @@ def test_verify_reports_exactness_or_drift(parent_run, tmp_path, op):
         assert other.exit_code == 1 and json.loads(other.stdout)["ok"] is False
 
 
-def test_verify_needs_rollouts_and_a_parent(parent_run, tmp_path):
+def test_verify_needs_a_parent_and_good_counts(parent_run, tmp_path):
     assert "not made by a surgery" in bad("verify", str(parent_run))
     out = tmp_path / "child"
     assert invoke("surgery", "widen", str(parent_run), "--fc", "40", "--out", str(out)).exit_code == 0
-    for f in (parent_run / "rollouts").iterdir():
-        f.unlink()
-    assert "no rollouts" in bad("verify", str(out))
+    for flag in ("--games", "--steps", "--fragments"):
+        assert flag in bad("verify", str(out), flag, "0")
+
+
+def sabotage(run: Path, version: int) -> None:
+    """Nudge one weight of a checkpoint (saved again under its own number): no longer the parent's function."""
+    store = CheckpointStore(run / "checkpoints.zarr")
+    ckpt = store.load(version)
+    arrays = {section: {k: np.array(v) for k, v in named.items()} for section, named in ckpt.arrays.items()}
+    arrays["model"]["heads.value.weight"] += 0.05
+    store.save(version, arrays, {k: v for k, v in ckpt.attrs.items() if not k.startswith("__")})
+
+
+def test_verify_plays_fresh_games_when_the_parent_kept_no_rollouts(parent_run, tmp_path):
+    # a short run keeps one fragment in train.rollout_save_every: it may have none to replay
+    shutil.rmtree(parent_run / "rollouts")
+    out = tmp_path / "child"
+    assert invoke("surgery", "widen", str(parent_run), "--fc", "40", "--lstm", "20", "--out", str(out)).exit_code == 0
+    parent_version = run_json(out)["lineage"][-1]["parent_version"]
+    text = invoke("surgery", "verify", str(out), "--games", "2", "--steps", "80")
+    assert text.exit_code == 0, text.output
+    assert f"played 2 fresh games with the parent (v{parent_version}) for 320 observations" in text.stdout
+    assert "no recorded rollouts" in text.stdout and "within 1e-05" in text.stdout
+    report = json.loads(invoke("surgery", "verify", str(out), "--games", "2", "--steps", "80", "--json").stdout)
+    assert report["source"] == "fresh games" and report["fresh_games"] == {"games": 2, "steps": 80}
+    assert report["fragments"] == 2 and report["samples"] == 2 * 2 * 80  # 1v1: two heroes a game
+    assert report["ok"] and max(report["max_abs_delta"].values()) <= 1e-5
+    # a child whose function changed is caught on the fresh games too
+    sabotage(out, report["child_version"])
+    broken = invoke("surgery", "verify", str(out), "--games", "2", "--steps", "80", "--json")
+    assert broken.exit_code == 1, broken.output
+    found = json.loads(broken.stdout)
+    assert found["ok"] is False and found["source"] == "fresh games" and found["max_abs_delta"]["value"] > 1e-3
