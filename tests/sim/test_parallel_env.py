@@ -63,10 +63,10 @@ except BadInput as e:
 
 @pytest.mark.parametrize("team_size, lanes", [(1, 1), (5, 3)])
 def test_pettingzoo_parallel_api_test_passes(team_size, lanes):
+    env = make_env(GameConfig(team_size=team_size, lanes=lanes, time_limit_s=5.0))
     from pettingzoo import ParallelEnv
     from pettingzoo.test import parallel_api_test
 
-    env = make_env(GameConfig(team_size=team_size, lanes=lanes, time_limit_s=5.0))
     assert isinstance(env, ParallelEnv)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
