@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from fivectl import __version__
+from fivectl.sim import CORE_STATE_COLUMNS as ST
 from fivectl.sim import OBJECTIVES, hero_networth
-from fivectl.sim import STATE_COLUMNS as ST
 from fivectl.store.replay import (
     HERO_COLUMNS,
     NO_ACTION,

@@ -35,7 +35,7 @@ from fivectl.sim.data import (
 from fivectl.sim.env import HOLD, PRIMARY_ACTIONS, STAT_NAMES, MobaEnv, resolve_pool, sample_valid_actions
 from fivectl.sim.lineup import check_lineup, format_lineup, hero_id, hero_names, parse_lineup, parse_team
 from fivectl.sim.objectives import OBJECTIVES, ObjectiveTracker, check_objective_names, hero_networth
-from fivectl.sim.state import STATE_COLUMNS, build_layout
+from fivectl.sim.state import CORE_STATE_COLUMNS, build_layout
 
 __all__ = [
     # the batched game
@@ -72,7 +72,7 @@ __all__ = [
     "hero_vocab",
     "missing_surgery",
     # state arrays (column indices of ``MobaEnv.core_state``) and the map layout
-    "STATE_COLUMNS",
+    "CORE_STATE_COLUMNS",
     "build_layout",
     # the map and unit types (renderers, replays)
     "BASE_RADIUS",
