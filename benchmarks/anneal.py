@@ -29,7 +29,7 @@ from surgery_learning import fivectl_json  # noqa: E402
 
 def prepare(parent: Path, change: str, out: Path) -> dict | None:
     """``out``: a copy of ``parent`` or the surgery child the change needs; the surgery's report, if any."""
-    from fivectl.sim.changes import get_change, missing_surgery
+    from fivectl.sim import get_change, missing_surgery
     from fivectl.store.rundir import RunDir
 
     run = RunDir.open(parent)

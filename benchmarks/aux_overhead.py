@@ -25,8 +25,7 @@ from fivectl.rl.aux import aux_losses, aux_targets
 from fivectl.rl.learner import FragmentBatch, PPOLearner
 from fivectl.rl.schedules import Hyperparameters
 from fivectl.schema import load_schema
-from fivectl.sim import MobaEnv
-from fivectl.sim.objectives import ObjectiveTracker, hero_networth
+from fivectl.sim import MobaEnv, ObjectiveTracker, hero_networth
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))

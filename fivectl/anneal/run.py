@@ -29,7 +29,7 @@ FROZEN_SECTIONS = ("game", "model")
 
 def registry() -> list[dict[str, Any]]:
     """The registered changes of the game, as plain data (``fivectl anneal list``)."""
-    from fivectl.sim.changes import CHANGES
+    from fivectl.sim import CHANGES
 
     return [
         {
@@ -64,7 +64,7 @@ def start(
 ) -> Started:
     """Check everything, then record the anneal in the run's recipe and run.json (the trainer picks it up on
     its next ``--resume``)."""
-    from fivectl.sim.changes import get_change, missing_surgery
+    from fivectl.sim import get_change, missing_surgery
 
     run = RunDir.open(run_arg)
     recipe = run.load_recipe()

@@ -121,7 +121,7 @@ def _drafter(table_path: Path, order: str | None, first: int, mode: str):
 
 
 def _advice_dict(advice, state) -> dict:
-    from fivectl.sim.lineup import hero_names
+    from fivectl.sim import hero_names
 
     return {
         "team": advice.team,
@@ -174,10 +174,9 @@ def _show(advice) -> None:
 
 
 def _interactive(drafter, state, top: int, as_json: bool) -> None:
-    from fivectl.sim import data as D
-    from fivectl.sim.lineup import hero_id
+    from fivectl.sim import HERO_NAMES, hero_id
 
-    _complete_names([D.HERO_NAMES[int(h)] for h in drafter.space.pool])
+    _complete_names([HERO_NAMES[int(h)] for h in drafter.space.pool])
     mine = int(drafter.turns[len(state.teams[0]) + len(state.teams[1])])
     out_console.print(f"you draft for team {mine}; empty input accepts the suggestion, 'q' quits", highlight=False)
     while len(state.teams[0]) + len(state.teams[1]) < len(drafter.turns):

@@ -81,7 +81,7 @@ def match(
     from fivectl.evaluate.match import env_with_change
     from fivectl.evaluate.run_eval import use_one_torch_thread
     from fivectl.schema import load_schema
-    from fivectl.sim.lineup import format_lineup
+    from fivectl.sim import format_lineup
 
     use_one_torch_thread()
 
@@ -171,8 +171,7 @@ def fallback_warnings_on_stderr() -> Iterator[None]:
 
 def _parse_lineup(text: str, game_cfg: GameConfig):
     """int [2, k] hero ids of ``--lineup`` (side A, side B), checked against the game's size and hero pool."""
-    from fivectl.sim.env import resolve_pool
-    from fivectl.sim.lineup import check_lineup, parse_lineup
+    from fivectl.sim import check_lineup, parse_lineup, resolve_pool
 
     heroes = parse_lineup(text, game_cfg.team_size)
     check_lineup(heroes, game_cfg.team_size, resolve_pool(game_cfg))
@@ -182,7 +181,7 @@ def _parse_lineup(text: str, game_cfg: GameConfig):
 def _match_change(change: str | None, *agents) -> str | None:
     """The change every game of the match runs: ``--change`` (a registered name or 'none'), else the one the
     agents' runs keep; runs that keep different games are bad input unless ``--change`` says which to play."""
-    from fivectl.sim.changes import get_change
+    from fivectl.sim import get_change
 
     if change is not None:
         return None if change == "none" else get_change(change).name

@@ -56,6 +56,6 @@ class ModelConfig:
     )
 
     def validate(self) -> list[str]:
-        from fivectl.sim.objectives import check_objective_names  # the game's names; imported late (no cycle)
+        from fivectl.sim import check_objective_names  # the game's names; imported late (no cycle)
 
         return [f"model.aux_objectives: {e}" for e in check_objective_names(self.aux_objectives)]

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from fivectl.config.fields import Schedule, param
 
-SCRIPTED_BOTS = ("passive", "easy", "medium")  # fivectl.sim.bots.BOT_LEVELS (config sits below the game)
+SCRIPTED_BOTS = ("passive", "easy", "medium")  # fivectl.sim.BOT_LEVELS (config sits below the game)
 
 
 @dataclass

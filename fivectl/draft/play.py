@@ -19,7 +19,7 @@ from fivectl.draft.search import Drafter, DraftState
 from fivectl.draft.table import DraftTable, lineup_values
 from fivectl.errors import BadInput
 from fivectl.evaluate.match import play_match, wilson_interval
-from fivectl.sim.lineup import hero_id
+from fivectl.sim import hero_id
 
 OPPONENTS = ("random", "greedy")
 
@@ -182,7 +182,7 @@ def reliability_bins(p: np.ndarray, y: np.ndarray, n_bins: int = 10) -> list[dic
 def hero_win_rates(lineups: np.ndarray, p: np.ndarray, y: np.ndarray) -> list[dict]:
     """Per hero that played: the games it played and the observed and predicted win rate of its side, from
     lineups [games, 2, k] (hero ids), team 0's predicted win probability ``p`` and outcome ``y`` [games]."""
-    from fivectl.sim.lineup import hero_names
+    from fivectl.sim import hero_names
 
     side_p = np.stack([p, 1.0 - p], axis=1)[:, :, None]  # [games, 2, 1]
     side_y = np.stack([y, 1.0 - y], axis=1)[:, :, None]
@@ -229,7 +229,7 @@ def calibrate(
 ) -> CalibrateResult:
     """Play ``games`` games with random lineups (same agent both sides); compare each lineup's first-frame
     P(team 0 wins) with the outcome (a draw counts 0.5)."""
-    from fivectl.sim.env import resolve_pool
+    from fivectl.sim import resolve_pool
 
     if games < 1:
         raise BadInput(f"--games: must be >= 1, got {games}")

@@ -27,8 +27,7 @@ from numba import njit
 from fivectl.draft.lineups import pair_rank
 from fivectl.draft.table import DraftTable
 from fivectl.errors import BadInput
-from fivectl.sim import data as D
-from fivectl.sim.lineup import hero_id, parse_team
+from fivectl.sim import HERO_NAMES, hero_id, parse_team
 
 MINIMAX, EXPECTIMAX = 0, 1
 FILL_PICKS = 2  # queries before this many picks solve the whole tree bottom-up (fill_memo)
@@ -107,10 +106,10 @@ class Drafter:
         seen = state.teams[0] + state.teams[1] + state.bans
         dup = sorted({h for h in seen if seen.count(h) > 1})
         if dup:
-            raise BadInput(f"picks/bans: {', '.join(D.HERO_NAMES[h] for h in dup)} chosen twice")
+            raise BadInput(f"picks/bans: {', '.join(HERO_NAMES[h] for h in dup)} chosen twice")
         outside = [h for h in seen if h not in self.pos]
         if outside:
-            raise BadInput(f"{', '.join(D.HERO_NAMES[h] for h in outside)} not in the table's hero pool")
+            raise BadInput(f"{', '.join(HERO_NAMES[h] for h in outside)} not in the table's hero pool")
         made = len(state.teams[0]) + len(state.teams[1])
         want = [int((self.turns[:made] == t).sum()) for t in (0, 1)]
         have = [len(state.teams[0]), len(state.teams[1])]
@@ -159,10 +158,10 @@ class Drafter:
         best = int(order[0])
         return Advice(
             team=team,
-            pick=D.HERO_NAMES[heroes[best]],
+            pick=HERO_NAMES[heroes[best]],
             value=values[best],
             win_prob=float(mine[best]),
-            alternatives=[(D.HERO_NAMES[heroes[i]], float(mine[i])) for i in order[:top]],
+            alternatives=[(HERO_NAMES[heroes[i]], float(mine[i])) for i in order[:top]],
             picks_made=t,
         )
 

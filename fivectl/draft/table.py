@@ -23,7 +23,7 @@ from fivectl.draft.factored import FactoredFirstFrame, factorable
 from fivectl.draft.lineups import LineupSpace
 from fivectl.draft.model import DraftModel, FirstFrame
 from fivectl.errors import BadInput
-from fivectl.sim import data as D
+from fivectl.sim import HERO_NAMES
 
 VALUES = "p_team0_win"
 DONE = "done"
@@ -91,7 +91,7 @@ def table_attrs(model: DraftModel, space: LineupSpace, chunk: int, lane_samples:
         "team_size": model.team_size,
         "lanes": model.game.lanes,
         "pool": space.pool.tolist(),
-        "heroes": [D.HERO_NAMES[h] for h in space.pool],
+        "heroes": [HERO_NAMES[h] for h in space.pool],
         "run": model.run,
         "model_version": model.version,
         "schema_version": model.schema.version,
@@ -132,7 +132,7 @@ def precompute(
     """
     import time
 
-    from fivectl.sim.env import resolve_pool
+    from fivectl.sim import resolve_pool
 
     if chunk < 1 or batch < 1:
         raise BadInput(f"--chunk and --batch must be >= 1, got {chunk} and {batch}")

@@ -25,7 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from fivectl.errors import BadInput
-from fivectl.sim.bots import BOT_LEVELS, BotMemory, bot_actions
+from fivectl.sim import BOT_LEVELS, BotMemory, bot_actions
 
 
 @runtime_checkable

@@ -14,8 +14,7 @@ from fivectl.evaluate.agents import register_agent_kind, select_team
 from fivectl.model import PolicyNet
 from fivectl.runtime.recorder import objective_columns
 from fivectl.schema import ObsSchema
-from fivectl.sim.env import HOLD
-from fivectl.sim.objectives import OBJECTIVES
+from fivectl.sim import HOLD, OBJECTIVES
 from fivectl.store.checkpoint import CheckpointStore
 from fivectl.store.rundir import RunDir
 

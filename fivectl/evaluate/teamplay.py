@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from fivectl.sim import data as D
+from fivectl import sim
 
-NEAR = D.XP_RANGE
+NEAR = sim.XP_RANGE
 """Distance within which a team's hero counts as part of a kill (1,300: the XP-sharing range)."""
-LANE_WIDTH = D.LANE_WIDTH
+LANE_WIDTH = sim.LANE_WIDTH
 """Distance from a lane's path within which a hero is on that lane (as the sim's lane assignment reward)."""
-BASE_RADIUS = D.BASE_RADIUS
+BASE_RADIUS = sim.BASE_RADIUS
 """Heroes this close to either fountain are in a base, not on a lane."""
 
 
@@ -43,7 +43,7 @@ class TeamPlayTracker:
         self.alive_sum = np.zeros((total_games, 2))  # living heroes, summed over the samples
         pts = np.asarray(env.layout.lane_pts, dtype=np.float64)  # [lanes, points, 2]
         self.seg_a, self.seg_b = pts[:, :-1], pts[:, 1:]  # [lanes, segments, 2]
-        self.fountains = np.asarray(D.FOUNTAIN_POS, dtype=np.float64)
+        self.fountains = np.asarray(sim.FOUNTAIN_POS, dtype=np.float64)
         self._steps = 0
         self._before: tuple[np.ndarray, ...] | None = None
 

@@ -13,20 +13,30 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from fivectl.sim import data as D
+from fivectl.sim import (
+    UT_ANCIENT,
+    UT_BARRACKS,
+    UT_BOSS,
+    UT_HERO,
+    UT_MELEE,
+    UT_NEUTRAL,
+    UT_RANGED,
+    UT_TOWER,
+    XP_RANGE,
+)
 from fivectl.store.replay import Replay
 
 TEAM_NAMES = ("radiant", "dire")
-BUILDING_NAMES = {D.UT_TOWER: "tower", D.UT_BARRACKS: "barracks", D.UT_ANCIENT: "ancient"}
+BUILDING_NAMES = {UT_TOWER: "tower", UT_BARRACKS: "barracks", UT_ANCIENT: "ancient"}
 UNIT_NAMES = {
-    D.UT_HERO: "hero",
-    D.UT_MELEE: "melee creep",
-    D.UT_RANGED: "ranged creep",
-    D.UT_TOWER: "tower",
-    D.UT_BARRACKS: "barracks",
-    D.UT_ANCIENT: "ancient",
-    D.UT_NEUTRAL: "neutral creep",
-    D.UT_BOSS: "boss",
+    UT_HERO: "hero",
+    UT_MELEE: "melee creep",
+    UT_RANGED: "ranged creep",
+    UT_TOWER: "tower",
+    UT_BARRACKS: "barracks",
+    UT_ANCIENT: "ancient",
+    UT_NEUTRAL: "neutral creep",
+    UT_BOSS: "boss",
 }
 
 
@@ -98,7 +108,7 @@ def _heroes_near(replay: Replay, row: int, u: int) -> list[int]:
     team = int(a["team"][row, u])
     dx = a["x"][row, :heroes] - a["x"][row, u]
     dy = a["y"][row, :heroes] - a["y"][row, u]
-    close = (dx * dx + dy * dy <= D.XP_RANGE**2) & (a["alive"][row, :heroes] == 1)
+    close = (dx * dx + dy * dy <= XP_RANGE**2) & (a["alive"][row, :heroes] == 1)
     return [h for h in np.flatnonzero(close).tolist() if hero_team(replay, h) != team]
 
 

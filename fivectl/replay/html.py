@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from fivectl.replay.events import UNIT_NAMES, find_events, hero_stats, team_win_prob
-from fivectl.sim import data as D
+from fivectl.sim import BLOCKS, CAMPS, LANE_ORDER, LANE_POINTS, MAP_SIZE
 from fivectl.store.atomic import write_text_atomic
 from fivectl.store.replay import Replay
 
@@ -38,7 +38,7 @@ def page_data(replay: Replay) -> dict:
     events = find_events(replay)
     with np.errstate(invalid="ignore", divide="ignore"):
         hp_frac = np.where(a["max_hp"] > 0, a["hp"] / np.maximum(a["max_hp"], 1e-6), 0.0)
-    lanes = D.LANE_ORDER[int(replay.header["game"]["lanes"])]
+    lanes = LANE_ORDER[int(replay.header["game"]["lanes"])]
     return {
         "header": {
             k: replay.header.get(k) for k in ("agents", "lineup", "team_size", "heroes", "objectives")
@@ -49,10 +49,10 @@ def page_data(replay: Replay) -> dict:
         "rows": replay.rows,
         "units": int(replay.header["units"]),
         "map": {
-            "size": D.MAP_SIZE,
-            "lanes": [D.LANE_POINTS[name].tolist() for name in lanes],
-            "blocks": D.BLOCKS.tolist(),
-            "camps": D.CAMPS[:, :2].tolist(),
+            "size": MAP_SIZE,
+            "lanes": [LANE_POINTS[name].tolist() for name in lanes],
+            "blocks": BLOCKS.tolist(),
+            "camps": CAMPS[:, :2].tolist(),
         },
         "arrays": {
             "tick": _b64(a["tick"], "<i4"),

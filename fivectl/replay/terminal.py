@@ -18,7 +18,17 @@ from rich.table import Table
 from rich.text import Text
 
 from fivectl.replay.events import TEAM_NAMES, Event, hero_team, team_win_prob
-from fivectl.sim import data as D
+from fivectl.sim import (
+    LANE_ORDER,
+    LANE_POINTS,
+    MAP_SIZE,
+    UT_ANCIENT,
+    UT_BARRACKS,
+    UT_BOSS,
+    UT_HERO,
+    UT_NEUTRAL,
+    UT_TOWER,
+)
 from fivectl.store.replay import NO_ACTION, Replay
 
 TEAM_STYLES = ("bold green", "bold red", "yellow")
@@ -53,10 +63,10 @@ def map_grid(replay: Replay, row: int, width: int = 60, height: int = 30) -> Tex
     style = [[""] * width for _ in range(height)]
     _draw_lanes(replay, grid, style, width, height)
     alive = a["alive"][row] == 1
-    order = np.argsort(a["utype"][row] == D.UT_HERO, kind="stable")  # heroes last, on top
+    order = np.argsort(a["utype"][row] == UT_HERO, kind="stable")  # heroes last, on top
     for u in order[alive[order]]:
-        col = int(np.clip(a["x"][row, u] / D.MAP_SIZE * width, 0, width - 1))
-        line = int(np.clip((1.0 - a["y"][row, u] / D.MAP_SIZE) * height, 0, height - 1))
+        col = int(np.clip(a["x"][row, u] / MAP_SIZE * width, 0, width - 1))
+        line = int(np.clip((1.0 - a["y"][row, u] / MAP_SIZE) * height, 0, height - 1))
         grid[line][col] = _unit_char(replay, row, int(u), heroes)
         style[line][col] = TEAM_STYLES[min(int(a["team"][row, u]), 2)]
     text = Text()
@@ -68,14 +78,14 @@ def map_grid(replay: Replay, row: int, width: int = 60, height: int = 30) -> Tex
 
 
 def _draw_lanes(replay: Replay, grid, style, width: int, height: int) -> None:
-    lanes = D.LANE_ORDER[int(replay.header["game"]["lanes"])]
+    lanes = LANE_ORDER[int(replay.header["game"]["lanes"])]
     for name in lanes:
-        pts = D.LANE_POINTS[name]
+        pts = LANE_POINTS[name]
         for p0, p1 in zip(pts[:-1], pts[1:], strict=True):
             for f in np.linspace(0.0, 1.0, 2 * max(width, height)):
                 x, y = p0 + (p1 - p0) * f
-                col = int(np.clip(x / D.MAP_SIZE * width, 0, width - 1))
-                line = int(np.clip((1.0 - y / D.MAP_SIZE) * height, 0, height - 1))
+                col = int(np.clip(x / MAP_SIZE * width, 0, width - 1))
+                line = int(np.clip((1.0 - y / MAP_SIZE) * height, 0, height - 1))
                 grid[line][col] = "·"
                 style[line][col] = "grey35"
 
@@ -85,10 +95,10 @@ def _unit_char(replay: Replay, row: int, u: int, heroes: int) -> str:
     utype = int(a["utype"][row, u])
     if u < heroes:
         return replay.header["lineup"][u][0].upper()
-    if utype == D.UT_TOWER:
+    if utype == UT_TOWER:
         tier = _tier(replay, u)
         return TOWER_CHARS.get(tier, "T")
-    return {D.UT_BARRACKS: "B", D.UT_ANCIENT: "A", D.UT_NEUTRAL: "n", D.UT_BOSS: "R"}.get(utype, "•")
+    return {UT_BARRACKS: "B", UT_ANCIENT: "A", UT_NEUTRAL: "n", UT_BOSS: "R"}.get(utype, "•")
 
 
 def _tier(replay: Replay, u: int) -> int:
@@ -99,7 +109,7 @@ def _tier(replay: Replay, u: int) -> int:
 
 @functools.cache
 def _building_tiers(team_size: int, lanes: int) -> tuple[int, np.ndarray]:
-    from fivectl.sim.state import build_layout
+    from fivectl.sim import build_layout
 
     layout = build_layout(team_size, lanes)
     return layout.bld_start, layout.b_tier

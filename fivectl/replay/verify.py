@@ -46,8 +46,7 @@ def replay_schema(replay: Replay) -> ObsSchema:
 
 def verify_replay(replay: Replay) -> VerifyResult:
     """Re-simulate ``replay`` and compare every state column of every row."""
-    from fivectl.sim import MobaEnv  # the compiled game is loaded only to verify
-    from fivectl.sim.lineup import hero_id
+    from fivectl.sim import MobaEnv, hero_id  # the compiled game is loaded only to verify
 
     header = replay.header
     env = MobaEnv(replay_game_config(replay), 1, int(header["env_seed"]), replay_schema(replay))

@@ -22,7 +22,7 @@ import numpy as np
 
 from fivectl.config.reward import RewardConfig
 from fivectl.errors import BadInput
-from fivectl.sim.components import COMPONENT_INDEX, REWARD_COMPONENTS
+from fivectl.sim import COMPONENT_INDEX, REWARD_COMPONENTS
 
 WIN = COMPONENT_INDEX["win"]
 

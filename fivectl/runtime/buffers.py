@@ -16,7 +16,7 @@ import numpy as np
 
 from fivectl.config import Recipe
 from fivectl.schema import ObsSchema
-from fivectl.sim.components import REWARD_COMPONENTS
+from fivectl.sim import REWARD_COMPONENTS
 
 ALIGN = 64
 

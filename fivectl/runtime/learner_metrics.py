@@ -14,7 +14,7 @@ import numpy as np
 from fivectl.config.reward import RewardConfig
 from fivectl.rl.reward import weighted_components
 from fivectl.runtime.run_state import Counters
-from fivectl.sim.components import REWARD_COMPONENTS
+from fivectl.sim import REWARD_COMPONENTS
 from fivectl.store.metrics import MetricsLog
 
 METRICS_FLUSH_S = 10.0  # longest a metrics row waits in memory (between checkpoints) before it is written

@@ -21,7 +21,7 @@ from fivectl.model.traced import TracedActor
 from fivectl.runtime.acting import act_on_rows
 from fivectl.schema import ObsSchema
 from fivectl.selfplay.pool import LATEST
-from fivectl.sim.bots import BOT_LEVELS, BotMemory, bot_actions
+from fivectl.sim import BOT_LEVELS, BotMemory, bot_actions
 from fivectl.store.checkpoint import CheckpointStore
 
 

@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from fivectl import __version__
-from fivectl.sim import state as ST
-from fivectl.sim.objectives import OBJECTIVES, hero_networth
+from fivectl.sim import CORE_STATE_COLUMNS as ST
+from fivectl.sim import OBJECTIVES, hero_networth
 from fivectl.store.replay import (
     HERO_COLUMNS,
     NO_ACTION,
@@ -148,7 +148,7 @@ def capture_frame(core, views, slots: np.ndarray, n_units: int) -> dict[str, np.
 
 
 def _hero_names() -> tuple[str, ...]:
-    from fivectl.sim.data import HERO_NAMES
+    from fivectl.sim import HERO_NAMES
 
     return HERO_NAMES
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from fivectl.sim.bots import BotMemory, bot_actions
+from fivectl.sim import BotMemory, bot_actions
 
 WARM_UP_BOT = "easy"
 """The scripted bot that plays both sides of a game until the policy takes it over."""

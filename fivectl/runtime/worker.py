@@ -30,9 +30,7 @@ from fivectl.runtime.recorder import TrainingReplays
 from fivectl.runtime.stagger import stagger_game_starts
 from fivectl.schema import ObsSchema
 from fivectl.selfplay.pool import LATEST
-from fivectl.sim import MobaEnv
-from fivectl.sim.env import HOLD
-from fivectl.sim.objectives import ObjectiveTracker, hero_networth
+from fivectl.sim import HOLD, MobaEnv, ObjectiveTracker, hero_networth
 
 # Per-worker control columns in shared memory.
 CTRL_HEARTBEAT, CTRL_VERSION, CTRL_SIM_S, CTRL_INFER_S, CTRL_WAIT_S, CTRL_STEPS, CTRL_READY = range(7)

@@ -1,4 +1,6 @@
-"""Observation schemas (data files under ``schemas/obs/``) and the encoder that fills them from game state."""
+"""Observation schemas: the data model of the versioned files under ``schemas/obs/`` (groups, fields, actions) and
+the team-relative frame. The encoder that fills them from game state is the game's (``fivectl.sim.observe``);
+nothing here imports the game."""
 
 from fivectl.schema.spec import ActionSpec, Field, Group, ObsSchema, available_versions, load_schema
 

@@ -4,10 +4,10 @@ Magnitudes follow Dota 2 (early 2019) so that the paper's reward weights (Table 
 start with ~550-700 HP and grow ~70-100 HP per level, a lane creep is worth ~40-90 gold, towers have ~1800-2100
 HP. Distances are in game units on a 12000 x 12000 map; speeds in units per second; times in seconds.
 
-Everything here is plain numpy tables, indexed by the numba kernels in ``core.py``. Numba freezes these tables
-into the compiled kernels and its on-disk cache is keyed on ``core.py``/``encoder.py`` only: after editing this
-file, delete ``fivectl/sim/__pycache__`` and ``fivectl/schema/__pycache__`` (or touch ``core.py``) so the kernels
-are recompiled.
+Everything here is plain numpy tables, indexed by the numba kernels in ``core.py`` and ``observe/``. Numba
+freezes these tables into the compiled kernels; its cache directory is keyed by the sources of the compiled
+packages (``fivectl/__init__.py``), so an edit here recompiles them. Code outside the game reads these through
+``fivectl.sim``'s exports.
 """
 
 from __future__ import annotations

@@ -32,12 +32,12 @@ from numba import njit
 
 from fivectl.config.game import GameConfig
 from fivectl.errors import BadInput
-from fivectl.schema.encoder import KM, Encoder
 from fivectl.schema.frame import TeamFrame
 from fivectl.schema.spec import ObsSchema
 from fivectl.sim import core as C
 from fivectl.sim import data as D
 from fivectl.sim.components import REWARD_COMPONENTS
+from fivectl.sim.observe import KM, Encoder
 from fivectl.sim.state import (
     CK_FRACTION,
     GI_VARIANT,
@@ -206,7 +206,7 @@ class MobaEnv:
 
     def step(self, actions: np.ndarray, masks_only: bool = False):
         """Play ``actions`` [G, A, 4] for one step; returns (obs, reward components, done, info). With
-        ``masks_only`` the observation holds the action masks alone (``MASK_KEYS``), and the game is the same:
+        ``masks_only`` the observation holds the action masks alone (``observe.MASK_KEYS``), and the game is the same:
         for a step whose observation no policy reads, only scripted bots and the next step's validation."""
         if self._obs is None:
             raise BadInput("MobaEnv.step() called before reset()")

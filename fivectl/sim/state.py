@@ -169,6 +169,10 @@ _GI, N_GI = _columns("GI", GAME_I64, None, GAME_I64_TEAMS)
 _LS, N_LS = _columns("LS", LASTSEEN)
 for _cols in (_UF, _UI, _HF, _HI, _GF, _GI, _LS):
     globals().update(_cols)
+# The same constants as one read-only namespace, the public way for code outside the game to index the arrays
+# of ``MobaEnv.core_state`` / ``MobaEnv.final_core`` (``CORE_STATE_COLUMNS.UF_X``); exported by ``fivectl.sim``.
+_ALL_COLUMNS = {**_UF, **_UI, **_HF, **_HI, **_GF, **_GI, **_LS}
+CORE_STATE_COLUMNS = namedtuple("CoreStateColumns", tuple(_ALL_COLUMNS))(**_ALL_COLUMNS)
 
 # The compact state the kernels take: a handful of field-major arrays (one namedtuple argument with few
 # members keeps numba calls cheap and compilation fast).

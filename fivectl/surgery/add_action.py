@@ -29,8 +29,7 @@ from fivectl.config.model import ModelConfig
 from fivectl.errors import BadInput
 from fivectl.model.layout import embedding_param
 from fivectl.schema.spec import ObsSchema
-from fivectl.sim.changes import HERO_ID_FIELDS, hero_vocab
-from fivectl.sim.env import PRIMARY_ACTIONS
+from fivectl.sim import HERO_ID_FIELDS, PRIMARY_ACTIONS, hero_vocab
 from fivectl.surgery.plan import Plan, State
 from fivectl.surgery.remap import TensorMap
 from fivectl.surgery.schemas import did_you_mean, schema_label

@@ -15,8 +15,7 @@ import torch
 from fivectl.config.game import GameConfig
 from fivectl.errors import BadInput
 from fivectl.schema.spec import ObsSchema
-from fivectl.sim.bots import BotMemory, bot_actions
-from fivectl.sim.env import MobaEnv
+from fivectl.sim import BotMemory, MobaEnv, bot_actions
 
 Stats = dict[str, tuple[torch.Tensor, torch.Tensor, int]]
 

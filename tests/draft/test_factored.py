@@ -16,7 +16,7 @@ from fivectl.draft.lineups import LineupSpace, colex_subsets
 from fivectl.draft.model import load_draft_model
 from fivectl.draft.table import make_rater, open_table, precompute
 from fivectl.errors import BadInput
-from fivectl.sim import data as D
+from fivectl.sim import HERO_NAMES
 from tests.draft.conftest import make_policy_run
 
 
@@ -30,7 +30,7 @@ def five_v_five_model(tmp_path, pool_size: int = 11, lanes: int = 3):
     """The tiny network on a 5v5 game of ``pool_size`` heroes, three lanes with random lane assignments."""
     run = make_policy_run(tmp_path / "run5v5", team_size=5)
     model = load_draft_model(f"{run.path}@latest")
-    game = replace(model.game, lanes=lanes, randomize_lanes=True, hero_pool=list(D.HERO_NAMES[:pool_size]))
+    game = replace(model.game, lanes=lanes, randomize_lanes=True, hero_pool=list(HERO_NAMES[:pool_size]))
     return replace(model, game=game)
 
 

@@ -13,8 +13,7 @@ from fivectl.config import GameConfig
 from fivectl.errors import BadInput
 from fivectl.evaluate import play_match
 from fivectl.schema import load_schema
-from fivectl.sim import MobaEnv
-from fivectl.sim.lineup import hero_id, parse_lineup
+from fivectl.sim import MobaEnv, hero_id, parse_lineup
 
 SHORT = dict(time_limit_s=1.0)
 

@@ -12,7 +12,7 @@ from fivectl.draft.lineups import LineupSpace
 from fivectl.draft.search import Drafter, DraftState, fill_memo, parse_order, solve, turn_teams
 from fivectl.draft.table import DraftTable
 from fivectl.errors import BadInput
-from fivectl.sim import data as D
+from fivectl.sim import HERO_NAMES
 
 
 def hand_table(pool, k: int, values: np.ndarray) -> DraftTable:
@@ -30,18 +30,18 @@ def test_minimax_on_a_three_hero_table():
     values = [value[tuple(lineup[:, 0])] for lineup in space.lineups(0, space.size)]
     table = hand_table([0, 1, 2], 1, values)
     advice = Drafter(table, parse_order("1-1", 1)).advise(DraftState(([], []), []))
-    assert (advice.team, advice.pick) == (0, D.HERO_NAMES[1])
+    assert (advice.team, advice.pick) == (0, HERO_NAMES[1])
     assert advice.win_prob == pytest.approx(0.5)
-    assert [h for h, _ in advice.alternatives] == [D.HERO_NAMES[i] for i in (1, 2, 0)]
+    assert [h for h, _ in advice.alternatives] == [HERO_NAMES[i] for i in (1, 2, 0)]
     # expectimax: the opponent replies at random, so 0 and 1 tie at 0.55 and the first one is kept
     random_reply = Drafter(table, parse_order("1-1", 1), mode="expectimax").advise(DraftState(([], []), []))
     assert random_reply.win_prob == pytest.approx(0.55)
     # team 1's answer to hero 0 is hero 2 (it minimizes team 0's chances)
     reply = Drafter(table, parse_order("1-1", 1)).advise(DraftState(([0], []), []))
-    assert (reply.team, reply.pick, reply.win_prob) == (1, D.HERO_NAMES[2], pytest.approx(0.8))
+    assert (reply.team, reply.pick, reply.win_prob) == (1, HERO_NAMES[2], pytest.approx(0.8))
     # with hero 1 banned the only replies are left: picking 0 is worth 0.2 (vs 2), picking 2 is worth 0.4 (vs 0)
     banned = Drafter(table, parse_order("1-1", 1)).advise(DraftState(([], []), [1]))
-    assert (banned.pick, banned.win_prob) == (D.HERO_NAMES[2], pytest.approx(0.4))
+    assert (banned.pick, banned.win_prob) == (HERO_NAMES[2], pytest.approx(0.4))
 
 
 def brute_force(value_of, pool, turns, teams, me, mode, bans=()) -> float:
@@ -82,7 +82,7 @@ def test_search_equals_brute_force_on_a_random_2v2_table(mode, order, first):
         for h in [p for p in pool if p not in picks]:
             nxt = (teams[0] + [h], teams[1]) if me == 0 else (teams[0], teams[1] + [h])
             v = brute_force(value_of, pool, turns, nxt, me, mode)
-            want[D.HERO_NAMES[h]] = v if me == 0 else 1 - v
+            want[HERO_NAMES[h]] = v if me == 0 else 1 - v
         assert advice.win_prob == pytest.approx(max(want.values()), abs=1e-6)
         assert want[advice.pick] == pytest.approx(advice.win_prob, abs=1e-6)
         for hero, v in advice.alternatives:
@@ -116,7 +116,7 @@ def test_early_queries_solved_bottom_up_equal_brute_force_with_bans(mode, order,
         for h in [p for p in free if p not in picks[:made]]:
             nxt = (teams[0] + [h], teams[1]) if me == 0 else (teams[0], teams[1] + [h])
             v = brute_force(value_of, pool, turns, nxt, me, mode, bans)
-            want[D.HERO_NAMES[h]] = v if me == 0 else 1 - v
+            want[HERO_NAMES[h]] = v if me == 0 else 1 - v
         assert advice.win_prob == pytest.approx(max(want.values()), abs=1e-6)
         assert want[advice.pick] == pytest.approx(advice.win_prob, abs=1e-6)
         assert dict(advice.alternatives) == pytest.approx({h: want[h] for h, _ in advice.alternatives}, abs=1e-6)

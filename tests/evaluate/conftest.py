@@ -12,7 +12,7 @@ import pytest
 from fivectl.config import GameConfig
 from fivectl.schema import ObsSchema
 from fivectl.schema.spec import schema_from_dict
-from fivectl.sim.components import REWARD_COMPONENTS
+from fivectl.sim import REWARD_COMPONENTS
 
 ATTACK = 2
 

@@ -11,7 +11,7 @@ from fivectl.evaluate.policy_agent import PolicyAgent
 from fivectl.model import PolicyNet
 from fivectl.model.synthetic import random_obs
 from fivectl.schema import load_schema
-from fivectl.sim.env import HOLD
+from fivectl.sim import HOLD
 
 TINY = dict(unit_embed=8, unit_hidden=8, cat_embed=4, grid_channels=2, fc_size=16, lstm_size=16,
             attention_size=8, aux_hidden=8)  # fmt: skip

@@ -5,7 +5,7 @@ from fivectl.config import GameConfig
 from fivectl.evaluate.match import play_match
 from fivectl.evaluate.teamplay import TeamPlayTracker, tracks_team_play
 from fivectl.schema import load_schema
-from fivectl.sim import data as D
+from fivectl.sim import FOUNTAIN_POS, LANE_POINTS
 from tests.sim.conftest import make_env, noop, place, slot_of
 
 ATTACK = 2
@@ -51,12 +51,12 @@ def test_a_kill_is_grouped_when_two_or_more_of_the_team_stand_near(schema, helpe
 
 def test_lanes_covered_counts_the_lanes_with_a_living_hero_outside_the_bases(schema):
     env = make_env(schema, team_size=3, lanes=3)
-    top, mid, bot = (D.LANE_POINTS[name][1] for name in ("top", "mid", "bot"))
+    top, mid, bot = (LANE_POINTS[name][1] for name in ("top", "mid", "bot"))
     for h, (x, y) in enumerate((top, mid, bot)):  # team 0: one hero on each lane's middle point
         place(env, h, x, y)
     for h in (3, 4):  # team 1: two heroes together on mid, the third in its base
         place(env, h, mid[0] + 100 * (h - 3), mid[1])
-    place(env, 5, *D.FOUNTAIN_POS[1])
+    place(env, 5, *FOUNTAIN_POS[1])
     tracker = TeamPlayTracker(env, total_games=1)
     tracker.before_step(np.zeros(1, dtype=np.int64))
     figures = tracker.side_figures(slice(0, 1), np.array([0]))

@@ -10,7 +10,7 @@ from replay_helpers import GAME, GAMES, record_games
 
 from fivectl.replay import load_replay
 from fivectl.replay.verify import verify_replay
-from fivectl.sim.objectives import OBJECTIVES
+from fivectl.sim import OBJECTIVES
 from fivectl.store.replay import FORMAT_VERSION, NO_ACTION, STATE_COLUMNS, list_replays
 
 

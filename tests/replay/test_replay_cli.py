@@ -17,7 +17,7 @@ from fivectl.cli.replay import app as replay_app
 from fivectl.replay import load_replay
 from fivectl.replay.events import find_events, hero_stats, team_win_prob
 from fivectl.replay.terminal import clock
-from fivectl.sim import data as D
+from fivectl.sim import UT_HERO, UT_MELEE, UT_TOWER
 from fivectl.store.replay import HEADER_KEY, RESULT_KEY, Replay
 
 runner = CliRunner()
@@ -84,7 +84,7 @@ def synthetic_replay(rows: int = 6) -> Replay:
     units = 4  # two heroes, a tower, a creep
     arrays = {
         "tick": np.arange(rows, dtype=np.int32) * 4,
-        "utype": np.tile(np.array([D.UT_HERO, D.UT_HERO, D.UT_TOWER, D.UT_MELEE], np.int8), (rows, 1)),
+        "utype": np.tile(np.array([UT_HERO, UT_HERO, UT_TOWER, UT_MELEE], np.int8), (rows, 1)),
         "team": np.tile(np.array([0, 1, 1, 0], np.int8), (rows, 1)),
         "alive": np.ones((rows, units), np.int8),
         "x": np.tile(np.array([1000, 1500, 2000, 9000], np.float32), (rows, 1)),

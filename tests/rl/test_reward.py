@@ -15,7 +15,7 @@ from fivectl.rl.reward import (
     time_weight,
     weighted_components,
 )
-from fivectl.sim.components import COMPONENT_INDEX, REWARD_COMPONENTS
+from fivectl.sim import COMPONENT_INDEX, REWARD_COMPONENTS
 
 C = len(REWARD_COMPONENTS)
 

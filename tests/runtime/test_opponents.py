@@ -93,8 +93,7 @@ def test_bot_games_train_only_the_learner_side_and_the_bot_plays_the_other():
     import torch
 
     from fivectl.runtime.opponents import bot_code
-    from fivectl.sim import MobaEnv
-    from fivectl.sim.bots import BotMemory, bot_actions
+    from fivectl.sim import BotMemory, MobaEnv, bot_actions
 
     recipe = recipe_from_dict(
         {
@@ -129,7 +128,7 @@ def test_selfplay_bots_are_validated():
 
     from fivectl.config.selfplay import SCRIPTED_BOTS
     from fivectl.errors import ConfigError
-    from fivectl.sim.bots import BOT_LEVELS
+    from fivectl.sim import BOT_LEVELS
 
     assert SCRIPTED_BOTS == BOT_LEVELS
     with pytest.raises(ConfigError, match="unknown bot 'bot:hard'"):

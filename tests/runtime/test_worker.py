@@ -16,8 +16,7 @@ from fivectl.runtime.buffers import FragmentSlots, recipe_fragment_specs
 from fivectl.runtime.params import ParameterStore
 from fivectl.runtime.worker import RolloutWorker
 from fivectl.schema import load_schema
-from fivectl.sim import COMPONENT_INDEX
-from fivectl.sim.env import HOLD
+from fivectl.sim import COMPONENT_INDEX, HOLD
 
 QUICKSTART = "recipes/quickstart.toml"
 STEPS = 48  # decisions per fragment (a multiple of train.bptt)

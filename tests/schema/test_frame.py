@@ -7,8 +7,7 @@ import pytest
 
 from fivectl.schema import load_schema
 from fivectl.schema.frame import mirrored_offsets
-from fivectl.sim import data as D
-from fivectl.sim.bots import BotMemory, bot_actions
+from fivectl.sim import MAP_SIZE, BotMemory, bot_actions
 from tests.sim.conftest import make_env
 
 DIRECTIONAL = ("heroes", "creeps", "buildings", "neutrals")
@@ -60,7 +59,7 @@ def test_both_teams_see_the_same_start_in_the_team_frame(world, team, team_size,
     s2 = obs[2]["self.float"][0]
     np.testing.assert_allclose(s2[:k, [x, y]], s2[k:, [x, y]], atol=1e-5)
     s1 = obs[1]["self.float"][0]
-    np.testing.assert_allclose(s1[k:, x], D.MAP_SIZE / 1000 - s1[:k, y], atol=1e-5)
+    np.testing.assert_allclose(s1[k:, x], MAP_SIZE / 1000 - s1[:k, y], atol=1e-5)
     terrain2, terrain1 = obs[2]["terrain.float"][0], obs[1]["terrain.float"][0]
     np.testing.assert_array_equal(terrain2[:k], terrain2[k:])
     assert not np.array_equal(terrain1[:k], terrain1[k:])  # the world frame differs: the reflection matters

@@ -13,7 +13,7 @@ from test_ops import TEAMS, T, child_net, max_delta, outputs
 
 from fivectl.errors import BadInput
 from fivectl.model.synthetic import random_obs
-from fivectl.sim.changes import get_change, hero_vocab, missing_surgery
+from fivectl.sim import get_change, hero_vocab, missing_surgery
 from fivectl.store.checkpoint import CheckpointStore
 from fivectl.surgery.add_action import plan_add_action, plan_add_hero
 from fivectl.surgery.obsmap import obs_for_schema

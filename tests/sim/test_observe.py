@@ -5,8 +5,8 @@ import pytest
 
 from fivectl.errors import BadInput
 from fivectl.schema import load_schema
-from fivectl.schema.encoder import MASK_KEYS, OBSERVER_UNIT_FEATURES, compile_schema
 from fivectl.schema.spec import Field
+from fivectl.sim.observe import MASK_KEYS, OBSERVER_UNIT_FEATURES, compile_schema
 from tests.sim.conftest import make_env, noop, place
 
 
