@@ -6,7 +6,7 @@ One loop, the paper's Fig. 2 on one machine:
                                             |                                                    (workers read it
                                             +--> checkpoints (Zarr), metrics and rollouts (Arrow)  between fragments)
 
-The ``Trainer`` runs the loop; the roles around it live in rooms of their own:
+The ``Trainer`` runs the loop; the roles around it live in modules of their own:
 
     run_setup          opens or creates the run, checks the recipe, picks the device
     fragment_source    the workers and their fragments, whatever carries them (processes, serial, Ray)
@@ -16,15 +16,14 @@ The ``Trainer`` runs the loop; the roles around it live in rooms of their own:
     pool_upkeep        the opponent pool: results against past versions, new members
     evaluation_hook    evaluations beside training: the periodic rating, the anneal's guard
     learner_metrics    the metrics row and its log
+    stopping           signals and the recipe's budgets
     distributed        the other data-parallel learners (``train.learners``)
 """
 
 from __future__ import annotations
 
-import signal
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from typing import Any
 
 import torch
@@ -54,35 +53,16 @@ from fivectl.runtime.run_setup import (
     resolve_device,
 )
 from fivectl.runtime.run_state import Counters, build_learner_state
+from fivectl.runtime.stopping import TrainingStop, stop_signals
 from fivectl.runtime.worker import warm_up_game
 from fivectl.schema import ObsSchema
 from fivectl.store.rollouts import RolloutWriter
 from fivectl.store.rundir import RunDir
 
 
-class StopRequest:
-    """Ctrl-C or SIGTERM (schedulers, `timeout`): the first finishes the iteration, writes a checkpoint and
-    stops; a second interrupts at once."""
-
-    def __init__(self) -> None:
-        self.requested = False
-        self.reason = ""  # why training stopped: "interrupted", "max_samples", "max_minutes"
-
-    def __call__(self, *_: Any) -> None:  # the signal handler
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        self.reason = "interrupted"
-
-    def is_requested(self) -> bool:
-        return self.requested
-
-    @property
-    def interrupted(self) -> bool:
-        return self.reason == "interrupted"
-
-
 class Trainer:
+    """One training session of a run: the loop, and the collaborators it hands each role to."""
+
     def __init__(
         self, run: RunDir, recipe: Recipe, opts: TrainOptions, initial: InitialWeights | None = None
     ):
@@ -94,7 +74,7 @@ class Trainer:
         self.schema: ObsSchema = run.obs_schema(recipe.model.schema_version)
         self.device = resolve_device(self.train_cfg.device)
         self.view: LiveView | None = None
-        self.stop = StopRequest()
+        self.stop = TrainingStop(self.train_cfg)
         self.metrics = BufferedMetrics(run.metrics_path, run.logs_path / "tensorboard")
         self.anneal: GameChangeHook = (
             opts.game_change(run.path, recipe) if opts.game_change is not None else NoGameChange()
@@ -155,7 +135,7 @@ class Trainer:
                     self.note(
                         f"resumed from checkpoint v{resumed_from} (iteration {self.counters.iteration})"
                     )
-                while not self.should_stop(start):
+                while not self.stop.due(self.counters.samples, start):
                     row = self.iteration(source, intake, publisher)
                     self.counters.wall_seconds = wall_at_start + time.monotonic() - start
                     if row is None:
@@ -186,18 +166,6 @@ class Trainer:
             heartbeat_timeout_s=self.opts.heartbeat_timeout_s,
             run_dir=self.run.path,
         )
-
-    def should_stop(self, start: float) -> bool:
-        t = self.train_cfg
-        if self.stop.requested:
-            return True
-        if t.max_samples and self.counters.samples >= t.max_samples:
-            self.stop.reason = "max_samples"
-            return True
-        if t.max_minutes and (time.monotonic() - start) / 60.0 >= t.max_minutes:
-            self.stop.reason = "max_minutes"
-            return True
-        return False
 
     def close(self, source: FragmentSource, rollouts: RolloutWriter, publisher: Publisher) -> None:
         source.close()
@@ -304,17 +272,6 @@ class Trainer:
         for event in self.anneal.advance(counters.samples, counters.version):
             self.note(event)
         counters.samples_consumed += trained * self.train_cfg.epochs
-
-
-@contextmanager
-def stop_signals(handler: Callable[..., None]) -> Iterator[None]:
-    """Route SIGINT and SIGTERM to ``handler`` for the block, then restore the previous handlers."""
-    old_handlers = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, old in old_handlers.items():
-            signal.signal(sig, old)
 
 
 def train_run(opts: TrainOptions) -> dict[str, Any]:
