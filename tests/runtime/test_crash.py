@@ -129,7 +129,8 @@ def test_a_worker_killed_while_waiting_for_a_slot_is_replaced_and_fragments_keep
     net = PolicyNet(schema, recipe.model, 1)
     params = ParameterStore.for_model(net)
     params.publish(net, 0, team_spirit=0.0)
-    source = ProcessSource(FragmentSourceOptions(recipe, schema, params, seed=1, workers=2, heartbeat_timeout_s=60))
+    options = FragmentSourceOptions(recipe, schema, params, seed=1, workers=2, heartbeat_timeout_s=60)
+    source = ProcessSource(options)
     try:
         held = []
         while len(held) < source.n_slots:

@@ -65,10 +65,14 @@ def test_serial_mode_gives_fragments_through_the_interface(options):
     ("backend", "workers", "module", "chosen"),
     [("local", 2, fragment_queue, "ProcessSource"), ("ray", 2, ray_backend, "RaySource")],
 )
-def test_the_factory_picks_the_transport_of_the_backend(options, monkeypatch, backend, workers, module, chosen):
+def test_the_factory_picks_the_transport_of_the_backend(
+    options, monkeypatch, backend, workers, module, chosen
+):
     opened = []
     monkeypatch.setattr(module, chosen, lambda given: opened.append(given) or chosen)
-    with_workers = FragmentSourceOptions(options.recipe, options.schema, options.params, seed=1, workers=workers)
+    with_workers = FragmentSourceOptions(
+        options.recipe, options.schema, options.params, seed=1, workers=workers
+    )
     assert open_fragment_source(backend, with_workers) == chosen
     assert opened == [with_workers]
 
