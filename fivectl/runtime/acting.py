@@ -18,6 +18,7 @@ def act_on_rows(
     obs: dict[str, torch.Tensor],
     state: tuple[torch.Tensor, torch.Tensor],
     first: torch.Tensor,
+    *,
     rows: np.ndarray,
     team_size: int,
     with_aux: bool,

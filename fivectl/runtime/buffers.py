@@ -34,6 +34,7 @@ class ArraySpec:
 
 def fragment_specs(
     schema: ObsSchema,
+    *,
     steps: int,
     games: int,
     team_size: int,
@@ -98,11 +99,11 @@ def recipe_fragment_specs(recipe: Recipe, schema: ObsSchema) -> list[ArraySpec]:
     t = recipe.train
     return fragment_specs(
         schema,
-        t.fragment_length,
-        t.games_per_worker,
-        recipe.game.team_size,
-        recipe.model.lstm_size,
-        t.bptt,
+        steps=t.fragment_length,
+        games=t.games_per_worker,
+        team_size=recipe.game.team_size,
+        lstm_size=recipe.model.lstm_size,
+        bptt=t.bptt,
         n_objectives=len(recipe.model.aux_objectives),
     )
 

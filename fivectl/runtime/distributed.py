@@ -158,7 +158,16 @@ class LearnerGroup:
         self.procs = [
             ctx.Process(
                 target=learner_main,
-                args=(rank, self.world, address, backend, str(run_path), recipe.to_dict(), version, os.getpid()),
+                kwargs=dict(
+                    rank=rank,
+                    world=self.world,
+                    address=address,
+                    backend=backend,
+                    run_path=str(run_path),
+                    recipe_dict=recipe.to_dict(),
+                    version=version,
+                    parent_pid=os.getpid(),
+                ),
                 daemon=True,
                 name=f"fivectl-learner-{rank}",
             )
@@ -234,6 +243,7 @@ def _exit_when_parent_dies(parent_pid: int) -> None:
 
 
 def learner_main(
+    *,
     rank: int,
     world: int,
     address: str,

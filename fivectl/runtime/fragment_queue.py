@@ -1,25 +1,23 @@
 """The fragment queue between the rollout workers and the learner, and the supervision of the worker processes.
 
 Fragments come from worker processes (``ProcessSource``, which also starts them, watches their heartbeats and
-restarts a dead or hung one) or from one in-process worker (``SerialSource``, serial mode). Both give the
-learner the same thing: ``get()`` a filled slot, copy it, ``release()`` it. The transport (shared memory and
-per-worker pipes here) stays behind this boundary, so another one (e.g. Ray across nodes) can be swapped in
-without touching the RL code.
+restarts a dead or hung one) or from one in-process worker (``SerialSource``, serial mode). Both implement
+``fragment_source.FragmentSource``: ``get()`` a filled slot, copy it, ``release()`` it. The transport (shared
+memory and per-worker pipes here) stays behind that interface, so another one (Ray across nodes,
+ray_backend.py) is swapped in without touching the RL code.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from pathlib import Path
 
 import numpy as np
 
-from fivectl.config import Recipe
 from fivectl.runtime.buffers import FragmentSlots, recipe_fragment_specs
-from fivectl.runtime.params import ParameterStore
+from fivectl.runtime.fragment_source import FragmentSourceOptions, SourceStats, WorkerEvent
 from fivectl.runtime.worker import (
     CTRL_HEARTBEAT,
     CTRL_INFER_S,
@@ -29,30 +27,13 @@ from fivectl.runtime.worker import (
     CTRL_WAIT_S,
     SLOT_FREE,
     RolloutWorker,
+    SharedBlock,
     control_specs,
     decode_slot,
     encode_slot,
     worker_main,
     worker_seed,
 )
-from fivectl.schema import ObsSchema
-
-
-@dataclass
-class WorkerEvent:
-    worker_id: int
-    kind: str  # "died" | "hung" | "restarted"
-    detail: str = ""
-
-
-@dataclass
-class SourceStats:
-    workers_alive: int
-    fragments_in_flight: int
-    seconds_sim: float
-    seconds_infer: float
-    seconds_worker_wait: float
-    worker_versions: list[int] = field(default_factory=list)
 
 
 def _specs_as_lists(specs) -> list:
@@ -62,16 +43,11 @@ def _specs_as_lists(specs) -> list:
 class SerialSource:
     """Serial mode (``--workers 0``): the same worker code, run in the learner's process when asked."""
 
-    def __init__(
-        self,
-        recipe: Recipe,
-        schema: ObsSchema,
-        params: ParameterStore,
-        seed: int,
-        run_dir: Path | None = None,
-    ):
+    def __init__(self, options: FragmentSourceOptions):
+        recipe, schema, params = options.recipe, options.schema, options.params
         self.slots = FragmentSlots(recipe_fragment_specs(recipe, schema), 1, shared=False)
-        self.worker = RolloutWorker(recipe, schema, params, worker_seed(seed, 0, 0, params.version), run_dir)
+        seed = worker_seed(options.seed, 0, 0, params.version)
+        self.worker = RolloutWorker(recipe, schema, params, seed, run_dir=options.run_dir)
         self.sim_s = self.infer_s = 0.0
 
     def get(self, timeout: float = 0.0) -> tuple[int, dict[str, np.ndarray]]:
@@ -119,29 +95,18 @@ class ProcessSource:
     the dead one that the learner is not holding.
     """
 
-    def __init__(
-        self,
-        recipe: Recipe,
-        schema: ObsSchema,
-        params: ParameterStore,
-        seed: int,
-        n_workers: int,
-        slots_per_worker: int = 2,
-        heartbeat_timeout_s: float = 120.0,
-        startup_timeout_s: float = 900.0,
-        run_dir: Path | None = None,
-    ):
-        self.recipe = recipe
-        self.schema = schema
-        self.params = params
-        self.seed = seed
-        self.n_workers = n_workers
-        self.slots_per_worker = slots_per_worker
-        self.heartbeat_timeout_s = heartbeat_timeout_s
-        self.startup_timeout_s = startup_timeout_s
-        self.run_dir = str(run_dir) if run_dir is not None else None
+    def __init__(self, options: FragmentSourceOptions):
+        self.recipe = options.recipe
+        self.schema = options.schema
+        self.params = options.params
+        self.seed = options.seed
+        self.n_workers = n_workers = options.workers
+        self.slots_per_worker = slots_per_worker = options.slots_per_worker
+        self.heartbeat_timeout_s = options.heartbeat_timeout_s
+        self.startup_timeout_s = options.startup_timeout_s
+        self.run_dir = str(options.run_dir) if options.run_dir is not None else None
         self.ctx = mp.get_context("spawn")
-        specs = recipe_fragment_specs(recipe, schema)
+        specs = recipe_fragment_specs(self.recipe, self.schema)
         self.n_slots = n_workers * slots_per_worker
         self.slots = FragmentSlots(specs, self.n_slots, create=True)
         self.ctrl_block = FragmentSlots(control_specs(n_workers, self.n_slots), 1, create=True)
@@ -179,22 +144,18 @@ class ProcessSource:
         proc = self.ctx.Process(
             target=worker_main,
             name=f"fivectl-worker-{w}",
-            args=(
-                w,
-                self.generation[w],
-                self.recipe.to_dict(),
-                self.schema.to_json(),
-                seed,
-                _specs_as_lists(self.slots.specs),
-                self.n_slots,
-                self.slots.shm_name,
-                _specs_as_lists(self.params.specs),
-                self.params.shm_name,
-                _specs_as_lists(self.ctrl_block.specs),
-                self.ctrl_block.shm_name,
-                free_recv,
-                full_send,
-                self.run_dir,
+            kwargs=dict(
+                worker_id=w,
+                generation=self.generation[w],
+                recipe_dict=self.recipe.to_dict(),
+                schema_json=self.schema.to_json(),
+                seed=seed,
+                slots=SharedBlock(_specs_as_lists(self.slots.specs), self.slots.shm_name, self.n_slots),
+                params=SharedBlock(_specs_as_lists(self.params.specs), self.params.shm_name),
+                ctrl=SharedBlock(_specs_as_lists(self.ctrl_block.specs), self.ctrl_block.shm_name),
+                free_conn=free_recv,
+                full_conn=full_send,
+                run_dir=self.run_dir,
             ),
             daemon=True,
         )

@@ -86,6 +86,7 @@ def games_finished(fragments: Iterable[dict[str, np.ndarray]]) -> int:
 
 
 def metrics_row(
+    *,
     counters: Counters,
     fragments: list[dict[str, np.ndarray]],
     staleness: list[int],

@@ -44,6 +44,7 @@ class OpponentSet:
         run_dir: Path | None,
         games: int,
         rng: np.random.Generator,
+        *,
         cache_size: int = 4,
     ):
         self.recipe = recipe
@@ -200,7 +201,9 @@ class OpponentSet:
             if actor is None:
                 self.opponent[self.opponent == version] = LATEST  # its games go on against the latest
                 continue
-            out = act_on_rows(actor, obs, self.state, first, rows, self.team_size, with_aux=False)
+            out = act_on_rows(
+                actor, obs, self.state, first, rows=rows, team_size=self.team_size, with_aux=False
+            )
             index = torch.from_numpy(rows)
             actions[index] = out.actions[index]
             self.state = out.state

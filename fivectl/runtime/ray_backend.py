@@ -1,7 +1,7 @@
 """Rollout workers as Ray actors (``train.backend = "ray"``): the fragment source for a Ray cluster.
 
 The same ``RolloutWorker`` as a local worker process runs inside each actor, on any node of the cluster. Only
-the transport differs from ``ProcessSource`` (fragment_queue.py):
+the transport behind ``fragment_source.FragmentSource`` differs from ``ProcessSource`` (fragment_queue.py):
 
     learner --ray.put(parameter snapshot)--> object store --set_params--> actors (pick it up between fragments)
     actors --fill() returns the fragment's bytes--> object store --ray.wait/ray.get--> learner (same slot views)
@@ -32,7 +32,7 @@ import numpy as np
 from fivectl.config import Recipe
 from fivectl.errors import BadInput
 from fivectl.runtime.buffers import ArraySpec, FragmentSlots, recipe_fragment_specs, slot_views
-from fivectl.runtime.fragment_queue import SourceStats, WorkerEvent
+from fivectl.runtime.fragment_source import FragmentSourceOptions, SourceStats, WorkerEvent
 from fivectl.runtime.params import ParameterStore
 from fivectl.runtime.worker import start_rollout_worker, worker_seed
 from fivectl.schema import ObsSchema
@@ -95,6 +95,7 @@ class RolloutActor:
 
     def __init__(
         self,
+        *,
         worker_id: int,
         recipe_dict: dict,
         schema_json: str,
@@ -116,7 +117,9 @@ class RolloutActor:
         self.announced: tuple[int, list] | None = None  # (version, [object ref of its snapshot])
         self.loaded = -1
         self.run_dir = Path(run_dir) if run_dir else None
-        self.worker = start_rollout_worker(recipe, schema, self.params, seed, self.run_dir, worker_id)
+        self.worker = start_rollout_worker(
+            recipe, schema, self.params, seed, run_dir=self.run_dir, worker_id=worker_id
+        )
 
     def set_params(self, version: int, ref: list) -> None:
         """A new version was published (runs on the control group, beside a fill in progress)."""
@@ -162,31 +165,20 @@ class Delivered:
 class RaySource:
     """Rollout workers as Ray actors; gives the learner what ``ProcessSource`` gives it (get/release/health)."""
 
-    def __init__(
-        self,
-        recipe: Recipe,
-        schema: ObsSchema,
-        params: ParameterStore,
-        seed: int,
-        n_workers: int,
-        slots_per_worker: int = 2,
-        heartbeat_timeout_s: float = 120.0,
-        startup_timeout_s: float = 900.0,
-        run_dir: Path | None = None,
-    ):
+    def __init__(self, options: FragmentSourceOptions):
         self.ray = import_ray()
-        connect(recipe.train.ray_address)
-        self.recipe = recipe
-        self.schema = schema
-        self.params = params
-        self.seed = seed
-        self.n_workers = n_workers
-        self.slots_per_worker = slots_per_worker
-        self.heartbeat_timeout_s = heartbeat_timeout_s
-        self.startup_timeout_s = startup_timeout_s
-        self.run_dir = str(run_dir) if run_dir is not None else None
-        self.namespace = run_namespace(run_dir, os.getpid())
-        self.specs = recipe_fragment_specs(recipe, schema)
+        connect(options.recipe.train.ray_address)
+        self.recipe = options.recipe
+        self.schema = options.schema
+        self.params = options.params
+        self.seed = options.seed
+        self.n_workers = options.workers
+        self.slots_per_worker = options.slots_per_worker
+        self.heartbeat_timeout_s = options.heartbeat_timeout_s
+        self.startup_timeout_s = options.startup_timeout_s
+        self.run_dir = str(options.run_dir) if options.run_dir is not None else None
+        self.namespace = run_namespace(options.run_dir, os.getpid())
+        self.specs = recipe_fragment_specs(self.recipe, self.schema)
         self.actor_class = self.ray.remote(num_cpus=1, concurrency_groups={CONTROL_GROUP: 1})(RolloutActor)
         self.pushed_version = -1
         self.params_ref: list = []
@@ -198,7 +190,7 @@ class RaySource:
         self.restarts = 0
         self.workers: list[ActorSlot] = []
         self.push_params()
-        for w in range(n_workers):
+        for w in range(self.n_workers):
             self.workers.append(self._start(w, generation=0))
 
     # ---- actors ------------------------------------------------------------------------------------------------
@@ -210,13 +202,13 @@ class RaySource:
         actor = self.actor_class.options(
             name=actor_name(w, generation), namespace=self.namespace, max_restarts=0
         ).remote(
-            w,
-            self.recipe.to_dict(),
-            self.schema.to_json(),
-            [(s.key, s.shape, s.dtype) for s in self.params.specs],
-            [(s.key, s.shape, s.dtype) for s in self.specs],
-            seed,
-            self.run_dir,
+            worker_id=w,
+            recipe_dict=self.recipe.to_dict(),
+            schema_json=self.schema.to_json(),
+            param_specs=[(s.key, s.shape, s.dtype) for s in self.params.specs],
+            slot_specs=[(s.key, s.shape, s.dtype) for s in self.specs],
+            seed=seed,
+            run_dir=self.run_dir,
         )
         self._announce(actor)
         now = time.time()

@@ -299,7 +299,7 @@ class TrainingReplays:
     Only the learner's heroes carry predictions; past versions and bots are NaN.
     """
 
-    def __init__(self, env, directory: Path, every: int, keep_bytes: int, run_name: str, tag: str):
+    def __init__(self, env, directory: Path, *, every: int, keep_bytes: int, run_name: str, tag: str):
         self.recorder = GameRecorder(env, directory)
         self.directory, self.every, self.keep_bytes = Path(directory), int(every), int(keep_bytes)
         self.run_name, self.tag = run_name, tag
@@ -316,7 +316,14 @@ class TrainingReplays:
 
         run = RunDir.open(run_dir)
         keep = int(recipe.train.replay_keep_gb * 1e9)
-        return cls(env, run.replays_path, every, keep, run.path.name, f"w{seed & 0xFFFFFF:06x}")
+        return cls(
+            env,
+            run.replays_path,
+            every=every,
+            keep_bytes=keep,
+            run_name=run.path.name,
+            tag=f"w{seed & 0xFFFFFF:06x}",
+        )
 
     @property
     def active(self) -> bool:

@@ -73,6 +73,18 @@ def game_change(recipe: Recipe, params: ParameterStore) -> tuple[str | None, flo
     return None, 0.0
 
 
+@dataclass(frozen=True)
+class SharedBlock:
+    """How a worker process attaches to a shared-memory block the learner created."""
+
+    specs: list  # (key, shape, dtype) of each array of a slot
+    name: str  # the shared memory's name
+    slots: int = 1
+
+    def attach(self) -> FragmentSlots:
+        return FragmentSlots([ArraySpec(*s) for s in self.specs], self.slots, shm_name=self.name)
+
+
 def worker_seed(base_seed: int, worker_id: int, generation: int, version: int) -> int:
     """Distinct, reproducible game seeds per worker, per replacement and per resume point."""
     return int(np.random.SeedSequence([base_seed, worker_id, generation, version]).generate_state(1)[0])
@@ -113,6 +125,7 @@ class RolloutWorker:
         schema: ObsSchema,
         params: ParameterStore,
         seed: int,
+        *,
         run_dir: Path | None = None,
         worker_id: int = 0,
     ):
@@ -262,7 +275,9 @@ class RolloutWorker:
         rows = np.flatnonzero(trained)
         if rows.size == self.agents:
             return self.actor.act(obs, self.state, self.first, with_aux=with_aux)
-        return act_on_rows(self.actor, obs, self.state, self.first, rows, self.team_size, with_aux)
+        return act_on_rows(
+            self.actor, obs, self.state, self.first, rows=rows, team_size=self.team_size, with_aux=with_aux
+        )
 
     def decide(self, actions: np.ndarray, predictions: dict[str, np.ndarray] | None = None) -> DecisionStep:
         """Play one decision, ``actions`` [G, 2k, 4], for ``model.decide_every`` env steps: the policies' heroes
@@ -311,12 +326,18 @@ class RolloutWorker:
 
 
 def start_rollout_worker(
-    recipe: Recipe, schema: ObsSchema, params: ParameterStore, seed: int, run_dir: Path | None, worker_id: int
+    recipe: Recipe,
+    schema: ObsSchema,
+    params: ParameterStore,
+    seed: int,
+    *,
+    run_dir: Path | None,
+    worker_id: int,
 ) -> RolloutWorker:
     """What every transport runs before its first fragment (a worker process, a Ray actor): compile or load the
     game's kernels, then build the games and the policy."""
     warm_up_game(recipe, schema)
-    return RolloutWorker(recipe, schema, params, seed, run_dir, worker_id)
+    return RolloutWorker(recipe, schema, params, seed, run_dir=run_dir, worker_id=worker_id)
 
 
 def outcome_of(winner: np.ndarray, done: np.ndarray, team_size: int) -> np.ndarray:
@@ -329,27 +350,25 @@ def outcome_of(winner: np.ndarray, done: np.ndarray, team_size: int) -> np.ndarr
 
 
 def worker_main(
+    *,
     worker_id: int,
     generation: int,
     recipe_dict: dict,
     schema_json: str,
     seed: int,
-    slot_specs: list,
-    n_slots: int,
-    slots_name: str,
-    param_specs: list,
-    params_name: str,
-    ctrl_specs: list,
-    ctrl_name: str,
+    slots: SharedBlock,
+    params: SharedBlock,
+    ctrl: SharedBlock,
     free_conn,
     full_conn,
     run_dir: str | None = None,
 ) -> None:
-    """Entry point of a rollout worker process.
+    """Entry point of a rollout worker process (``generation``: how many workers this one replaces).
 
-    Slot numbers arrive on ``free_conn`` and go back on ``full_conn``: pipes of this worker alone, so a worker
-    killed at any moment can leave nothing locked that another process waits on (a shared ``mp.Queue`` would:
-    its reader holds a cross-process lock while it blocks)."""
+    ``slots`` (the fragment slots), ``params`` (the parameter store) and ``ctrl`` (``control_specs``) are shared
+    memory the learner created. Slot numbers arrive on ``free_conn`` and go back on ``full_conn``: pipes of this
+    worker alone, so a worker killed at any moment can leave nothing locked that another process waits on (a
+    shared ``mp.Queue`` would: its reader holds a cross-process lock while it blocks)."""
     signal.signal(
         signal.SIGINT, signal.SIG_IGN
     )  # the learner decides when to stop (Ctrl-C writes a checkpoint)
@@ -360,20 +379,22 @@ def worker_main(
 
     recipe = recipe_from_dict(recipe_dict)
     schema = ObsSchema.from_json(schema_json)
-    slots = FragmentSlots([ArraySpec(*s) for s in slot_specs], n_slots, shm_name=slots_name)
-    params = ParameterStore([ArraySpec(*s) for s in param_specs], shm_name=params_name)
-    ctrl_block = FragmentSlots([ArraySpec(*s) for s in ctrl_specs], 1, shm_name=ctrl_name)
-    ctrl = ctrl_block.slots[0]
-    row = ctrl["workers"][worker_id]
-    stop = ctrl["stop"]
+    slot_block = slots.attach()
+    param_store = ParameterStore([ArraySpec(*s) for s in params.specs], shm_name=params.name)
+    ctrl_block = ctrl.attach()
+    control = ctrl_block.slots[0]
+    row = control["workers"][worker_id]
+    stop = control["stop"]
     row[CTRL_HEARTBEAT] = time.time()
     learner = os.getppid()
-    while params.version < 0 and not stop[0]:
+    while param_store.version < 0 and not stop[0]:
         if os.getppid() != learner:
             return  # the learner died before its first publish: nothing will ever come
         time.sleep(0.01)
     # compile or load the game's kernels before the heartbeat clock starts
-    worker = start_rollout_worker(recipe, schema, params, seed, Path(run_dir) if run_dir else None, worker_id)
+    worker = start_rollout_worker(
+        recipe, schema, param_store, seed, run_dir=Path(run_dir) if run_dir else None, worker_id=worker_id
+    )
     views = None
     row[CTRL_HEARTBEAT] = time.time()
     row[CTRL_READY] = 1.0
@@ -385,17 +406,17 @@ def worker_main(
                 continue
             slot = decode_slot(free_conn.recv_bytes())
             row[CTRL_WAIT_S] += time.perf_counter() - tic
-            ctrl["slot_state"][slot] = SLOT_FILLING
-            views = slots.slots[slot]
+            control["slot_state"][slot] = SLOT_FILLING
+            views = slot_block.slots[slot]
             worker.fill(views, row)
-            ctrl["slot_state"][slot] = SLOT_FULL
+            control["slot_state"][slot] = SLOT_FULL
             full_conn.send_bytes(encode_slot(slot))
     except (EOFError, BrokenPipeError):
         pass  # the learner has gone
     finally:
         worker.close()
-        del worker, views, row, ctrl, stop
-        for block in (slots, params, ctrl_block):
+        del worker, views, row, control, stop
+        for block in (slot_block, param_store, ctrl_block):
             block.close()
 
 

@@ -16,6 +16,7 @@ import pytest
 from fivectl.config import load_recipe
 from fivectl.model import PolicyNet
 from fivectl.runtime.fragment_queue import ProcessSource
+from fivectl.runtime.fragment_source import FragmentSourceOptions
 from fivectl.runtime.params import ParameterStore
 from fivectl.schema import load_schema
 from fivectl.store.checkpoint import CheckpointStore
@@ -128,7 +129,8 @@ def test_a_worker_killed_while_waiting_for_a_slot_is_replaced_and_fragments_keep
     net = PolicyNet(schema, recipe.model, 1)
     params = ParameterStore.for_model(net)
     params.publish(net, 0, team_spirit=0.0)
-    source = ProcessSource(recipe, schema, params, seed=1, n_workers=2, heartbeat_timeout_s=60)
+    options = FragmentSourceOptions(recipe, schema, params, seed=1, workers=2, heartbeat_timeout_s=60)
+    source = ProcessSource(options)
     try:
         held = []
         while len(held) < source.n_slots:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fivectl.config import load_recipe
 from fivectl.model import PolicyNet
 from fivectl.runtime.fragment_queue import ProcessSource
+from fivectl.runtime.fragment_source import FragmentSourceOptions
 from fivectl.runtime.params import ParameterStore
 from fivectl.schema import load_schema
 
@@ -16,7 +17,9 @@ def test_one_slot_per_worker_means_a_worker_waits_until_the_learner_releases_its
     params = ParameterStore.for_model(net)
     params.publish(net, 0, team_spirit=0.0)
     source = ProcessSource(
-        recipe, schema, params, seed=1, n_workers=2, slots_per_worker=recipe.train.slots_per_worker
+        FragmentSourceOptions(
+            recipe, schema, params, seed=1, workers=2, slots_per_worker=recipe.train.slots_per_worker
+        )
     )
     try:
         assert source.n_slots == 2

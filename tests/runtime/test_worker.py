@@ -113,7 +113,7 @@ def test_acting_on_some_rows_gives_those_rows_what_acting_on_all_gives():
     rows = np.array([0, 3, 4, 9, 10, 11, 17, 19, 13, 2, 1])  # 11 rows: padded to 16
     rows.sort()
     full = net.act(obs, state, first, with_aux=True)
-    some = act_on_rows(TracedActor(net), obs, state, first, rows, 1, with_aux=True)
+    some = act_on_rows(TracedActor(net), obs, state, first, rows=rows, team_size=1, with_aux=True)
     others = np.setdiff1d(np.arange(agents), rows)
     pairs = [(some.value, full.value), (some.win_prob, full.win_prob)]
     pairs += [(some.aux[name], full.aux[name]) for name in full.aux]
