@@ -7,19 +7,20 @@ from pathlib import Path
 __version__ = "0.1.0"
 
 
-def _numba_cache_dir() -> str:
+def _numba_cache_dir(package: Path | None = None) -> str:
     """A numba cache directory keyed by the source of every compiled module.
 
     numba's on-disk cache checks only the file that defines a function, not the functions it inlines from other
     files: after an edit to ``sim/core.py``, the encoder's cached kernels would keep the old game rules (seen: an
     action mask that the encoder did not apply while the game did). Keying the directory by all of the kernels'
-    sources makes any edit recompile everything once.
+    sources makes any edit recompile everything once. ``package``: the fivectl folder (this one by default).
     """
-    package = Path(__file__).resolve().parent
+    package = package or Path(__file__).resolve().parent
     digest = hashlib.blake2b(digest_size=8)
-    # model/: its kernels call model/normalize.py's standardized_value
-    for path in sorted([*package.glob("sim/*.py"), *package.glob("schema/*.py"), *package.glob("model/*.py")]):
-        digest.update(path.name.encode())
+    # model/: its kernels (model/kernels/) call each other's compiled functions too; subfolders count as well
+    sources = [path for folder in ("sim", "schema", "model") for path in (package / folder).rglob("*.py")]
+    for path in sorted(sources):
+        digest.update(path.relative_to(package).as_posix().encode())
         digest.update(path.read_bytes())
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fivectl" / "numba"
     return str(base / digest.hexdigest())

@@ -1,72 +1,20 @@
-"""The target head's scores on the observed units, with a gradient computed in one pass.
-
-Each observed unit ``r`` of sample ``s`` scores ``packed[r] . query[s]``. In torch that is a gather of the
-queries (one row per unit), a product and a sum, and backward two more products and a scatter-add: five passes
-over ``[units, E]`` tensors, about a twentieth of the quickstart learner's forward + backward. ``unit_scores``
-does it in one compiled loop each way. Under ``torch.no_grad`` (acting, inside traced graphs) and for dtypes
-numba has no type for (bfloat16 under autocast) it is the torch expression itself; the two agree to float
-rounding (the sum's order differs).
-"""
+"""The target head's scores on the observed units (HoK eq. 1, taken on the observed units only)."""
 
 from __future__ import annotations
 
-import numpy as np
 import torch
-from numba import njit
 
-from fivectl.model.pooling import runs_compiled
-
-
-@njit(cache=True, _nrt=False)
-def _scores(packed: np.ndarray, samples: np.ndarray, query: np.ndarray, out: np.ndarray) -> None:
-    for r in range(packed.shape[0]):
-        s = samples[r]
-        total = packed.dtype.type(0.0)
-        for e in range(packed.shape[1]):
-            total += packed[r, e] * query[s, e]
-        out[r] = total
-
-
-@njit(cache=True, _nrt=False)
-def _scores_backward(
-    packed: np.ndarray,
-    samples: np.ndarray,
-    query: np.ndarray,
-    grad_scores: np.ndarray,
-    grad_packed: np.ndarray,
-    grad_query: np.ndarray,
-) -> None:
-    """``grad_query`` starts at zeros; rows of one sample add up in row order, as ``index_add_`` does."""
-    for r in range(packed.shape[0]):
-        s = samples[r]
-        g = grad_scores[r]
-        for e in range(packed.shape[1]):
-            grad_packed[r, e] = g * query[s, e]
-            grad_query[s, e] += g * packed[r, e]
-
-
-class _UnitScores(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, packed: torch.Tensor, samples: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
-        packed, query = packed.contiguous(), query.contiguous()
-        scores = packed.new_empty(packed.shape[0])
-        _scores(packed.numpy(), samples.numpy(), query.numpy(), scores.numpy())
-        ctx.save_for_backward(packed, samples, query)
-        return scores
-
-    @staticmethod
-    def backward(ctx, grad_scores: torch.Tensor):
-        packed, samples, query = ctx.saved_tensors
-        grad_packed, grad_query = torch.empty_like(packed), torch.zeros_like(query)
-        arrays = (packed, samples, query, grad_scores.contiguous(), grad_packed, grad_query)
-        _scores_backward(*(a.numpy() for a in arrays))
-        return grad_packed, None, grad_query
+from fivectl.model.kernels import runs_compiled
+from fivectl.model.kernels.attention import gathered_scores
 
 
 def unit_scores(packed: torch.Tensor, samples: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
     """[R]: ``packed[r] . query[samples[r]]`` for the observed units ``packed`` [R, E] of the samples whose
-    queries are ``query`` [N, E]."""
+    queries are ``query`` [N, E].
+
+    In training on the CPU the same (to float rounding) comes from one compiled loop each way
+    (``kernels/attention.py``)."""
     if runs_compiled(packed, query):
-        return _UnitScores.apply(packed, samples.contiguous(), query)
-    # Elementwise product + sum: faster on CPU than bmm with an inner size of 1, forward and backward.
+        return gathered_scores(packed, samples, query)
+    # Elementwise product + sum rather than bmm with an inner size of 1: faster on CPU, forward and backward.
     return (packed * query.index_select(0, samples)).sum(-1)

@@ -23,10 +23,12 @@ from torch import nn
 
 from fivectl.config.model import ModelConfig
 from fivectl.errors import BadInput
-from fivectl.model.grid import band_layers, banded_grid, standardized_banded_grid
+from fivectl.model.embedding import stacked_lookup
+from fivectl.model.grid import grid_block
+from fivectl.model.kernels.grid import band_layers
 from fivectl.model.normalize import RunningMeanStd
 from fivectl.model.pooling import unit_max_pool
-from fivectl.model.unit_mlp import fused_unit_mlp_applies, unit_mlp
+from fivectl.model.unit_mlp import unit_mlp
 from fivectl.schema.spec import Group, ObsSchema
 
 Obs = dict[str, torch.Tensor]
@@ -181,17 +183,9 @@ class ObsEncoder(nn.Module):
         return torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
 
     def embedded(self, g: Group, cats: torch.Tensor) -> list[torch.Tensor]:
-        """The embeddings of a group's categorical columns, field after field: one part ``[..., width * E]``.
-
-        One ``index_select`` in the fields' tables stacked together (``stacked_embeddings``) instead of one
-        ``nn.Embedding`` call per field: the same rows in the same order. Its backward adds each row's gradient
-        with ``index_add_``, a quarter of the time of the embedding's backward on the CPU (which adds one row
-        at a time), and the gradient reaches each field's table through the stacking.
-        """
-        table, offsets = self.stacked_embeddings(g)
-        index = cats.long() + offsets
-        rows = table.index_select(0, index.reshape(-1))
-        return [rows.view(*index.shape[:-1], index.shape[-1] * table.shape[1])]
+        """The embeddings of a group's categorical columns, field after field: one part ``[..., width * E]``
+        (``embedding.stacked_lookup`` in the fields' tables stacked together)."""
+        return [stacked_lookup(cats, *self.stacked_embeddings(g))]
 
     def stacked_embeddings(self, g: Group) -> tuple[torch.Tensor, torch.Tensor]:
         """(every field's table stacked [sum of vocabs, E], each categorical column's row offset in it).
@@ -216,7 +210,7 @@ class ObsEncoder(nn.Module):
         return cached[1], offsets
 
     def grid_bands(self, g: Group) -> list[torch.Tensor]:
-        """A grid group's convolutions as band matrices and row biases (``model/grid.py``), for acting: kept until
+        """A grid group's convolutions as band matrices and row biases (``kernels/grid.py``), for acting: kept until
         a kernel changes (version counters and storage, like ``stacked_embeddings``), or the traced graph's input
         (``pinned``)."""
         if g.name in self._pinned_bands:
@@ -283,7 +277,7 @@ class ObsEncoder(nn.Module):
             self._pinned_bands.clear()
 
     def observed_units(self, g: Group, obs: Obs) -> UnitEmbeddings:
-        """The shared unit MLP of a ``unitset`` group, on the observed slots alone.
+        """The shared unit MLP of a ``unitset`` group, on the observed slots alone (``unit_mlp.unit_mlp``).
 
         Only the observed slots go through normalization, embeddings and the MLP: in the 1v1 quickstart fewer
         than half of the 56 unit slots hold a unit, and this is where most of the network's work is. The result
@@ -293,21 +287,26 @@ class ObsEncoder(nn.Module):
         n, count = mask.shape[0], mask.shape[1]
         rows = mask.reshape(-1).nonzero().squeeze(1)  # observed slots of the [N * count] flattened set
         samples = torch.div(rows, count, rounding_mode="floor")
-        if torch.is_grad_enabled() and g.n_float and g.cat_fields:  # training: one function (model/unit_mlp.py)
+        floats = cats = standardizer = table = offsets = None
+        if g.n_float:
             floats = obs[f"{g.name}.float"].reshape(n * count, -1)
+            standardizer = self.norms[g.name].standardizer(floats.dtype)
+        if g.cat_fields:
+            cats = obs[f"{g.name}.cat"].reshape(n * count, -1)
             table, offsets = self.stacked_embeddings(g)
-            if fused_unit_mlp_applies(self.unitsets[g.name], floats, table):
-                cats = obs[f"{g.name}.cat"].reshape(n * count, -1)
-                standardizer = self.norms[g.name].standardizer(floats.dtype)
-                observed = unit_mlp(self.unitsets[g.name], floats, cats, rows, standardizer, table, offsets)
-                return UnitEmbeddings(observed, rows, samples, n, count)
-        packed = {
-            key: obs[key].reshape(n * count, *obs[key].shape[2:]).index_select(0, rows)
-            for key in (f"{g.name}.float", f"{g.name}.cat")
-            if key in obs
-        }
-        observed = self.unitsets[g.name](self.group_input(g, packed))  # [rows, E], >= 0 after the ReLU
+        observed = unit_mlp(self.unitsets[g.name], rows, floats, cats, standardizer, table, offsets)
         return UnitEmbeddings(observed, rows, samples, n, count)
+
+    def grid_features(self, g: Group, obs: Obs) -> torch.Tensor:
+        """A grid group's block (``grid.grid_block``): [N, C * H * W]. A group of float columns alone hands the
+        block its observation and normalizer constants (its kernel standardizes as it reads); acting hands it
+        the cached band matrices (``grid_bands``)."""
+        bands = None if torch.is_grad_enabled() else self.grid_bands(g)
+        if g.n_float and not g.cat_fields:
+            floats = obs[f"{g.name}.float"]
+            standardizer = self.norms[g.name].standardizer(floats.dtype)
+            return grid_block(self.grids[g.name], floats, standardizer, bands)
+        return grid_block(self.grids[g.name], self.group_input(g, obs), bands=bands)
 
     def forward(self, obs: Obs) -> tuple[torch.Tensor, list[UnitEmbeddings]]:
         pooled: list[torch.Tensor] = []
@@ -317,25 +316,12 @@ class ObsEncoder(nn.Module):
                 units = self.observed_units(g, obs)
                 pooled.append(units.pooled())
                 unit_embeddings[g.name] = units
-                continue
-            if g.kind == "vector":
+            elif g.kind == "vector":
                 pooled.append(self.vector[g.name](self.group_input(g, obs)))
-            elif torch.is_grad_enabled() and g.n_float and not g.cat_fields:  # training: one function from obs
-                floats = obs[f"{g.name}.float"]
-                standardizer = self.norms[g.name].standardizer(floats.dtype)
-                layers = band_layers(self.grids[g.name], g.size[1])
-                pooled.append(standardized_banded_grid(floats, standardizer, layers))
             else:
-                pooled.append(self.grid_output(g, self.group_input(g, obs)))
+                pooled.append(self.grid_features(g, obs))
         flat = torch.cat(pooled, dim=-1)
         return flat, [unit_embeddings[n] for n in self.target_groups]
-
-    def grid_output(self, g: Group, x: torch.Tensor) -> torch.Tensor:
-        """A grid group's block on ``x`` [N, H, W, F]: [N, C * H * W], as band matrix products (``model/grid.py``):
-        acting (no gradient) through the cached matrices, training through matrices built from the kernels."""
-        if not torch.is_grad_enabled():
-            return banded_grid(x, self.grid_bands(g))
-        return banded_grid(x, band_layers(self.grids[g.name], g.size[1]))
 
     @torch.no_grad()
     def update_normalizers(self, obs: Obs) -> None:

@@ -7,12 +7,12 @@ checkpoint holds them without pickling.
 
 from __future__ import annotations
 
-import numpy as np
 import torch
-from numba import njit
 from torch import nn
 
 from fivectl.errors import BadInput
+from fivectl.model.kernels import numba_can_run
+from fivectl.model.kernels.moments import column_moments
 
 
 def merge_moments(
@@ -34,46 +34,12 @@ def merge_moments(
     return new_mean, m2 / total, total
 
 
-@njit(cache=True, _nrt=False)
-def _column_moments(rows: np.ndarray, keep: np.ndarray, mean: np.ndarray, var: np.ndarray) -> int:
-    """Mean and population variance (float64, written into ``mean`` and ``var``) of the columns of ``rows``
-    [R, F] over the rows where ``keep`` [R] is set, in two passes (the variance from deviations, not from the
-    sum of squares, so a large mean does not cancel it away). Returns the number of rows kept."""
-    n = 0
-    mean[:] = 0.0
-    var[:] = 0.0
-    for r in range(rows.shape[0]):
-        if keep[r]:
-            n += 1
-            for j in range(rows.shape[1]):
-                mean[j] += rows[r, j]
-    if n == 0:
-        return 0
-    for j in range(rows.shape[1]):
-        mean[j] /= n
-    for r in range(rows.shape[0]):
-        if keep[r]:
-            for j in range(rows.shape[1]):
-                d = rows[r, j] - mean[j]
-                var[j] += d * d
-    for j in range(rows.shape[1]):
-        var[j] /= n
-    return n
-
-
 def batch_moments(rows: torch.Tensor, keep: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, int]:
     """(mean, population variance, count) in float64 of ``rows`` [R, F], only the rows where ``keep`` [R] is set.
 
-    On the CPU a compiled two-pass loop over the float32 rows: converting a whole batch to float64 and reducing
-    its columns in torch took 40 ms of the quickstart learner's 450 ms iteration (a unit set's batch is 120,000
-    rows). Elsewhere (a GPU learner) the same in torch."""
-    if rows.device.type == "cpu" and rows.dtype in (torch.float32, torch.float64):
-        if keep is None:
-            keep = torch.ones(rows.shape[0], dtype=torch.bool)
-        mean = np.empty(rows.shape[1])
-        var = np.empty(rows.shape[1])
-        n = _column_moments(rows.contiguous().numpy(), keep.contiguous().numpy(), mean, var)
-        return torch.from_numpy(mean), torch.from_numpy(var), n
+    On the CPU the same statistics come from one compiled two-pass loop over the rows (``kernels/moments.py``)."""
+    if numba_can_run(rows):
+        return column_moments(rows, keep)
     if keep is not None:
         rows = rows[keep]
     rows = rows.to(torch.float64)
@@ -85,17 +51,6 @@ def standardize(x: torch.Tensor, standardizer: tuple[torch.Tensor, ...]) -> torc
     """``clamp((x - shift) * scale, low, high)`` with a normalizer's ``standardizer`` (shift, scale, low, high)."""
     shift, scale, low, high = standardizer
     return ((x - shift) * scale).clamp(low, high)
-
-
-@njit(cache=True, _nrt=False)
-def standardized_value(v, shift, scale, low, high):
-    """``standardize`` of one value, for compiled loops that standardize as they gather (the same operations)."""
-    v = (v - shift) * scale
-    if v < low:
-        return low
-    if v > high:
-        return high
-    return v
 
 
 class RunningMeanStd(nn.Module):
@@ -175,7 +130,7 @@ class RunningMeanStd(nn.Module):
         that leaves exactly unchanged. Recomputed only when the statistics change.
 
         A rollout worker normalizes every step with statistics that change once per published version, so
-        converting the float64 buffers on every call was 8% of its time. The tensors' version counters change
+        converting the float64 buffers on every call would be a noticeable part of its time. The tensors' version counters change
         on every in-place write (``update``, ``load_state_dict``, a worker's parameter copy), which keys the cache.
         While ``torch.jit.trace`` records a graph (``fivectl.model.traced``) they are that graph's inputs
         (``pinned``): the graph stays a few operations long, and its caller hands it the cached tensors.

@@ -1,139 +1,52 @@
-"""A unit set's observed slots through normalization, embeddings and the shared two-layer MLP, for training.
+"""A unit set's shared two-layer MLP (paper H, "Process Set") on its observed slots only.
 
-The encoder's unit MLP (paper H, "Process Set") in torch is a dozen operations per unit set: pick the observed
-slots' float and categorical columns (two ``index_select``), standardize and clip the floats (three passes),
-look the categories up (an ``index_select``), concatenate, then Linear, ReLU, Linear, ReLU; autograd adds as many
-again backward, among them a gradient for every input column although only the embedding columns have a
-parameter behind them. On the quickstart's 70,000 observed units a learner batch each of these passes reads and
-writes megabytes, so together they cost several times the products. ``unit_mlp`` computes the same function:
-
-- the MLP's input in one compiled pass (``_gather_input``): slot ``rows[i]``'s floats standardized and clipped as
-  ``RunningMeanStd.forward`` does, then its embedding rows from the stacked table;
-- the layers as ``addmm`` + in-place ReLU, saving only the input and the two activations;
-- backward, the products of autograd's (``ReLU`` gradient from the saved outputs), the input's gradient only for
-  the embedding columns, added into the stacked table in one compiled pass (``_scatter_embedding_grad``, rows in
-  the order ``index_add_`` adds them).
-
-Acting (no gradient), traced graphs, bfloat16 autocast and other devices keep the torch modules (``runs_compiled``).
+The reference: pick the observed slots' float and categorical columns, standardize the floats with the group's
+normalizer, look the categories up in the stacked embedding table, concatenate, then Linear, ReLU, Linear, ReLU.
+In training on the CPU the same function and gradients come from one autograd function (``kernels/unit_mlp.py``).
 """
 
 from __future__ import annotations
 
-import numpy as np
 import torch
-from numba import njit
 from torch import nn
 
-from fivectl.model.normalize import standardized_value
-from fivectl.model.pooling import runs_compiled
+from fivectl.model.embedding import stacked_lookup
+from fivectl.model.kernels import runs_compiled
+from fivectl.model.kernels.unit_mlp import fused_unit_mlp
+from fivectl.model.normalize import standardize
 
 
-@njit(cache=True, _nrt=False)
-def _gather_input(
-    floats: np.ndarray,
-    cats: np.ndarray,
-    rows: np.ndarray,
-    shift: np.ndarray,
-    scale: np.ndarray,
-    low: np.ndarray,
-    high: np.ndarray,
-    table: np.ndarray,
-    offsets: np.ndarray,
-    out: np.ndarray,
-) -> None:
-    """out[i] = (clamp((floats[r] - shift) * scale, low, high), table[cats[r, 0] + offsets[0]], ...) for
-    r = rows[i]: the float columns first, then each categorical field's embedding."""
-    n_float = floats.shape[1]
-    width = table.shape[1]
-    for i in range(rows.shape[0]):
-        r = rows[i]
-        for j in range(n_float):
-            out[i, j] = standardized_value(floats[r, j], shift[j], scale[j], low[j], high[j])
-        for f in range(cats.shape[1]):
-            t = cats[r, f] + offsets[f]
-            start = n_float + f * width
-            for e in range(width):
-                out[i, start + e] = table[t, e]
-
-
-@njit(cache=True, _nrt=False)
-def _scatter_embedding_grad(
-    grad_embedded: np.ndarray, cats: np.ndarray, rows: np.ndarray, offsets: np.ndarray, grad_table: np.ndarray
-) -> None:
-    """grad_table[cats[rows[i], f] + offsets[f]] += grad_embedded[i, f * E : (f + 1) * E], in (i, f) order;
-    ``grad_table`` starts at zeros."""
-    width = grad_table.shape[1]
-    for i in range(rows.shape[0]):
-        r = rows[i]
-        for f in range(cats.shape[1]):
-            t = cats[r, f] + offsets[f]
-            start = f * width
-            for e in range(width):
-                grad_table[t, e] += grad_embedded[i, start + e]
-
-
-class _UnitMLP(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, floats, cats, rows, standardizer, offsets, table, w1, b1, w2, b2):
-        x = floats.new_empty(rows.shape[0], w1.shape[1])
-        arrays = (floats, cats, rows, *standardizer, table, offsets, x)
-        _gather_input(*(a.numpy() for a in arrays))
-        hidden = torch.addmm(b1, x, w1.t()).relu_()
-        out = torch.addmm(b2, hidden, w2.t()).relu_()
-        ctx.save_for_backward(cats, rows, offsets, table, x, hidden, out, w1, w2)
-        ctx.n_float = floats.shape[1]
-        return out
-
-    @staticmethod
-    def backward(ctx, grad_out):
-        cats, rows, offsets, table, x, hidden, out, w1, w2 = ctx.saved_tensors
-        grad_out = torch.ops.aten.threshold_backward(grad_out, out, 0.0)
-        grad_w2, grad_b2 = grad_out.t() @ hidden, grad_out.sum(0)
-        grad_hidden = torch.ops.aten.threshold_backward(grad_out @ w2, hidden, 0.0)
-        # (x^T g)^T rather than g^T x: the same product, which MKL computes in 0.6x the time for these shapes
-        grad_w1, grad_b1 = (x.t() @ grad_hidden).t(), grad_hidden.sum(0)
-        grad_table = None
-        if ctx.needs_input_grad[5]:
-            grad_embedded = grad_hidden @ w1[:, ctx.n_float :]
-            grad_table = torch.zeros_like(table)
-            arrays = (grad_embedded, cats, rows, offsets, grad_table)
-            _scatter_embedding_grad(*(a.numpy() for a in arrays))
-        return None, None, None, None, None, grad_table, grad_w1, grad_b1, grad_w2, grad_b2
-
-
-def fused_unit_mlp_applies(mlp: nn.Sequential, floats: torch.Tensor, table: torch.Tensor) -> bool:
-    """Whether ``unit_mlp`` runs here: training (a gradient wanted) on the CPU in float32/float64 outside a trace
-    and outside autocast, for the encoder's Linear-ReLU-Linear-ReLU block."""
-    return (
-        len(mlp) == 4
-        and not torch.is_autocast_enabled(floats.device.type)
-        and runs_compiled(floats, table, *mlp.parameters())
-    )
+def unit_input(
+    rows: torch.Tensor,
+    floats: torch.Tensor | None,
+    cats: torch.Tensor | None,
+    standardizer: tuple[torch.Tensor, ...] | None,
+    table: torch.Tensor | None,
+    offsets: torch.Tensor | None,
+) -> torch.Tensor:
+    """The MLP's input of the slots ``rows`` [R]: their standardized float columns, then their categorical
+    columns' embeddings: [R, F + K * E]."""
+    parts = []
+    if floats is not None:
+        parts.append(standardize(floats.index_select(0, rows), standardizer))
+    if cats is not None:
+        parts.append(stacked_lookup(cats.index_select(0, rows), table, offsets))
+    return torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
 
 
 def unit_mlp(
     mlp: nn.Sequential,
-    floats: torch.Tensor,
-    cats: torch.Tensor,
     rows: torch.Tensor,
-    standardizer: tuple[torch.Tensor, ...],
-    table: torch.Tensor,
-    offsets: torch.Tensor,
+    floats: torch.Tensor | None,
+    cats: torch.Tensor | None,
+    standardizer: tuple[torch.Tensor, ...] | None,
+    table: torch.Tensor | None,
+    offsets: torch.Tensor | None,
 ) -> torch.Tensor:
     """``mlp`` on the slots ``rows`` [R] of a unit set: ``floats`` [S, F] and ``cats`` [S, K] are its flattened
-    slots, ``standardizer`` the normalizer's (shift, scale, low, high), ``table`` the fields' stacked embeddings
-    [V, E] and ``offsets`` [K] each field's first row in it. -> [R, E_out], differentiable in ``table`` and the
-    MLP's parameters."""
-    first, _, second, _ = mlp
-    return _UnitMLP.apply(
-        floats.contiguous(),
-        cats.contiguous(),
-        rows.contiguous(),
-        standardizer,
-        offsets.contiguous(),
-        table,
-        first.weight,
-        first.bias,
-        second.weight,
-        second.bias,
-    )
+    slots (None for a set without such columns), ``standardizer`` the normalizer's (shift, scale, low, high),
+    ``table`` the fields' stacked embeddings [V, E] and ``offsets`` [K] each column's first row in it.
+    -> [R, E_out], >= 0 after the last ReLU."""
+    if floats is not None and cats is not None and runs_compiled(floats, table, *mlp.parameters()):
+        return fused_unit_mlp(mlp, floats, cats, rows, standardizer, table, offsets)
+    return mlp(unit_input(rows, floats, cats, standardizer, table, offsets))

@@ -117,9 +117,9 @@ def concat_fragments(batches: list[FragmentBatch], state_batch_dim: int = 1) -> 
 def keep_trained_teams(batch: FragmentBatch, team_size: int, state_batch_dim: int = 1) -> FragmentBatch:
     """The batch without the teams whose ``mask`` is 0 on every step: the side a past version or a scripted bot
     played. Their samples weigh nothing in the loss, but a forward and backward pass over them still costs as
-    much as over trained ones (about 10% of the learner's time in pure self-play, 25% with half the games
-    against bots). Columns are independent (GAE and the recurrent state run per column), so dropping whole
-    teams changes nothing else. Returns ``batch`` itself when every team trains."""
+    much as over trained ones (a part of the learner's time that grows with the share of games against bots).
+    Columns are independent (GAE and the recurrent state run per column), so dropping whole teams changes
+    nothing else. Returns ``batch`` itself when every team trains."""
     if batch.mask is None:
         return batch
     if batch.columns % team_size != 0:

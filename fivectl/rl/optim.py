@@ -24,7 +24,7 @@ pickling.
 Speed: when every parameter of a group has a gradient and the same step count (always, in training), the
 group's moments live in two flat tensors (each parameter's ``exp_avg`` / ``exp_avg_sq`` a view into them) and
 a step is a dozen operations on 300k elements instead of a dozen per parameter: on CPU each ``torch._foreach_*``
-op still dispatches once per tensor, and the quickstart's 77 tensors made the optimizer 5.6% of the learner.
+op still dispatches once per tensor, and the quickstart has 77 tensors.
 The arithmetic is the same per element, so both ways give the same bits.
 """
 

@@ -49,3 +49,16 @@ def sample_window(net: PolicyNet, obs, first) -> tuple[torch.Tensor, torch.Tenso
         actions.append(out.actions)
         logprobs.append(out.logprob)
     return torch.stack(actions), torch.stack(logprobs)
+
+
+def autograd_nodes(out: torch.Tensor) -> set[str]:
+    """The type names of every node of ``out``'s backward graph (which functions computed it)."""
+    seen, names, stack = set(), set(), [out.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        names.add(type(node).__name__)
+        stack.extend(next_node for next_node, _ in node.next_functions)
+    return names

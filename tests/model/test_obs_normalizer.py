@@ -1,9 +1,13 @@
 import numpy as np
 import pytest
 import torch
+from numba import njit
 
 from fivectl.errors import BadInput
-from fivectl.model.normalize import RunningMeanStd, batch_moments
+from fivectl.model import kernels
+from fivectl.model.kernels.moments import column_moments
+from fivectl.model.kernels.standardize import standardized_value
+from fivectl.model.normalize import RunningMeanStd, batch_moments, standardize
 
 
 def test_statistics_match_numpy_on_a_stream_of_batches():
@@ -97,10 +101,13 @@ def test_update_does_not_track_gradients_and_rejects_wrong_width():
         rms.update(torch.randn(3, 4))
 
 
+@pytest.mark.filterwarnings("ignore:var_mean")  # the torch reference on no rows at all: a count of zero
+@pytest.mark.parametrize("enabled", [True, False])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_batch_moments_of_the_kept_rows_match_float64_numpy(dtype):
-    """The compiled two-pass moments: only the kept rows count, a large mean does not cancel the variance, and
-    no kept row at all is a count of zero."""
+def test_batch_moments_of_the_kept_rows_match_float64_numpy(dtype, enabled, monkeypatch):
+    """The compiled two-pass moments and the torch reference: only the kept rows count, a large mean does not
+    cancel the variance, and no kept row at all is a count of zero."""
+    monkeypatch.setattr(kernels, "ENABLED", enabled)
     rng = np.random.default_rng(0)
     rows = torch.from_numpy(rng.normal(1e4, 0.01, size=(500, 3))).to(dtype)
     keep = torch.from_numpy(rng.random(500) < 0.3)
@@ -124,3 +131,39 @@ def test_update_with_a_mask_equals_update_with_the_kept_rows():
         indexed.update(x[keep])
     for name in ("mean", "var", "count"):
         torch.testing.assert_close(getattr(masked, name), getattr(indexed, name), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_the_compiled_moments_equal_the_torch_reference(dtype, monkeypatch):
+    rng = np.random.default_rng(1)
+    rows = torch.from_numpy(rng.normal(3.0, 2.0, size=(300, 4))).to(dtype)
+    keep = torch.from_numpy(rng.random(300) < 0.5)
+    for k in (keep, None):
+        compiled = column_moments(rows, k)
+        monkeypatch.setattr(kernels, "ENABLED", False)
+        reference = batch_moments(rows, k)
+        monkeypatch.setattr(kernels, "ENABLED", True)
+        assert compiled[2] == reference[2]
+        torch.testing.assert_close(compiled[0], reference[0], rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(compiled[1], reference[1], rtol=1e-10, atol=1e-12)
+
+
+@njit
+def _standardize_each(x, shift, scale, low, high, out):
+    """``standardized_value`` as the kernels call it: inside a compiled loop, in the arrays' dtype."""
+    for i in range(x.shape[0]):
+        out[i] = standardized_value(x[i], shift[i], scale[i], low[i], high[i])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_compiled_loops_standardize_each_value_as_the_torch_reference_to_the_bit(dtype):
+    rng = np.random.default_rng(2)
+    x, shift, scale = (rng.normal(size=64).astype(dtype) * 4 for _ in range(3))
+    low, high = np.full(64, -5, dtype), np.full(64, 5, dtype)
+    high[:8], low[:8] = np.inf, -np.inf  # columns that are not clipped
+    standardizer = tuple(torch.from_numpy(a) for a in (shift, scale, low, high))
+    expected = standardize(torch.from_numpy(x), standardizer).numpy()
+    got = np.empty_like(x)
+    _standardize_each(x, shift, scale, low, high, got)
+    assert np.array_equal(got, expected)
+    assert (np.abs(expected) == 5).any()

@@ -1,12 +1,19 @@
 import pytest
 import torch
 
+from fivectl.model import kernels
+from fivectl.model.kernels.pooling import segment_max_pool
 from fivectl.model.pooling import unit_max_pool
 
 
 def reference_pool(values: torch.Tensor, samples: torch.Tensor, n: int) -> torch.Tensor:
-    out = values.new_zeros(n, values.shape[-1])
-    return out.scatter_reduce(0, samples.unsqueeze(-1).expand_as(values), values, "amax", include_self=True)
+    """The layer's reference path: ``unit_max_pool`` with the kernels off."""
+    enabled = kernels.ENABLED
+    kernels.ENABLED = False
+    try:
+        return unit_max_pool(values, samples, n)
+    finally:
+        kernels.ENABLED = enabled
 
 
 def packed_units(dtype: torch.dtype, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, int]:
@@ -22,13 +29,25 @@ def packed_units(dtype: torch.dtype, seed: int = 0) -> tuple[torch.Tensor, torch
     return values, torch.div(rows, count, rounding_mode="floor"), n
 
 
+def test_the_reference_is_scatter_reduce_amax(kernels_off):
+    values, samples, n = packed_units(torch.float32)
+    v = values.requires_grad_(True)
+    expected = values.new_zeros(n, values.shape[1]).scatter_reduce(
+        0, samples.unsqueeze(-1).expand_as(values), values, "amax", include_self=True
+    )
+    pooled = unit_max_pool(v, samples, n)
+    assert torch.equal(pooled, expected) and "ScatterReduceBackward0" in type(pooled.grad_fn).__name__
+
+
+@pytest.mark.parametrize("pool", [unit_max_pool, segment_max_pool])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_the_compiled_max_pool_equals_scatter_reduce_in_value_and_gradient_to_the_bit(dtype):
+def test_the_compiled_max_pool_equals_the_reference_in_value_and_gradient_to_the_bit(pool, dtype):
     values, samples, n = packed_units(dtype)
     grad_out = torch.randn(n, values.shape[1], generator=torch.Generator().manual_seed(1), dtype=dtype)
     a = values.clone().requires_grad_(True)
     b = values.clone().requires_grad_(True)
-    pooled, expected = unit_max_pool(a, samples, n), reference_pool(b, samples, n)
+    pooled, expected = pool(a, samples, n), reference_pool(b, samples, n)
+    assert type(pooled.grad_fn).__name__ == "_SegmentMaxPoolBackward"  # the kernel ran
     (pooled * grad_out).sum().backward()
     (expected * grad_out).sum().backward()
     assert torch.equal(pooled, expected)
@@ -38,7 +57,7 @@ def test_the_compiled_max_pool_equals_scatter_reduce_in_value_and_gradient_to_th
     assert (tied > 1).any()  # the data has ties at a sample's max, where the split matters
 
 
-def test_without_gradients_it_is_scatter_reduce_itself():
+def test_without_gradients_it_is_the_reference_itself():
     values, samples, n = packed_units(torch.float32)
     with torch.no_grad():
         assert torch.equal(unit_max_pool(values, samples, n), reference_pool(values, samples, n))

@@ -1,19 +1,19 @@
 import pytest
 import torch
-from model_helpers import make_net, make_obs
+from model_helpers import autograd_nodes, make_net, make_obs
 
-import fivectl.model.encoder as encoder_module
-from fivectl.model.unit_mlp import fused_unit_mlp_applies
+from fivectl.model import kernels
+from fivectl.model.kernels import runs_compiled
+from fivectl.schema import load_schema
 
 
-def encoder_pass(net, obs, fused: bool, monkeypatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+def encoder_pass(net, obs, kernels_on: bool, monkeypatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The encoder's flat output and every parameter's gradient of a fixed random projection of it (and of the
-    unit embeddings, which the target head reads), with the fused unit MLP on or off."""
-    monkeypatch.setattr(
-        encoder_module, "fused_unit_mlp_applies", fused_unit_mlp_applies if fused else (lambda *a: False)
-    )
+    unit embeddings, which the target head reads), with the model's kernels on or off."""
+    monkeypatch.setattr(kernels, "ENABLED", kernels_on)
     net.zero_grad(set_to_none=True)
     flat, units = net.encoder(obs)
+    assert ("_FusedUnitMLPBackward" in autograd_nodes(flat)) == kernels_on
     g = torch.Generator().manual_seed(3)
     loss = (flat * torch.randn(flat.shape, generator=g, dtype=flat.dtype)).sum()
     for u in units:
@@ -23,9 +23,9 @@ def encoder_pass(net, obs, fused: bool, monkeypatch) -> tuple[torch.Tensor, dict
 
 
 @pytest.mark.parametrize("version", [1, 2])
-def test_the_fused_unit_mlp_computes_the_modules_function_and_gradients(version, monkeypatch):
-    from fivectl.schema import load_schema
-
+def test_the_encoders_kernels_compute_the_reference_function_and_gradients(version, monkeypatch):
+    """Every kernel of the encoder at once (fused unit MLP, max-pool, band-matrix grid) against the reference
+    torch path, in float64: the output and every parameter's gradient."""
     schema = load_schema(version)
     net = make_net(schema).double()
     obs = {k: (v.double() if v.is_floating_point() else v) for k, v in make_obs(schema, (37,)).items()}
@@ -42,16 +42,15 @@ def test_the_fused_unit_mlp_computes_the_modules_function_and_gradients(version,
         torch.testing.assert_close(fused_grads[name], plain_grads[name], rtol=1e-10, atol=1e-12, msg=name)
 
 
-def test_acting_keeps_the_modules(monkeypatch):
-    from fivectl.schema import load_schema
-
+def test_acting_and_autocast_keep_the_torch_path():
     schema = load_schema(2)
     net = make_net(schema)
     group = next(g for g in schema.groups if g.kind == "unitset")
     floats = torch.zeros(4, group.n_float)
     table = net.encoder.stacked_embeddings(group)[0]
-    assert fused_unit_mlp_applies(net.encoder.unitsets[group.name], floats, table)
+    params = list(net.encoder.unitsets[group.name].parameters())
+    assert runs_compiled(floats, table, *params)
     with torch.no_grad():
-        assert not fused_unit_mlp_applies(net.encoder.unitsets[group.name], floats, table)
+        assert not runs_compiled(floats, table, *params)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        assert not fused_unit_mlp_applies(net.encoder.unitsets[group.name], floats, table)
+        assert not runs_compiled(floats, table, *params)
