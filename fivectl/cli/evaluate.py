@@ -21,7 +21,6 @@ app = typer.Typer(
 )
 
 DEFAULT_RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "quickstart.toml"  # the shipped one
-REPO_RECIPE = Path(__file__).resolve().parents[2] / DEFAULT_RECIPE
 
 AgentArg = Annotated[
     str,
@@ -196,7 +195,7 @@ def _match_change(change: str | None, *agents) -> str | None:
 def _game_section(recipe: Path | None, overrides: list[str]) -> tuple[GameConfig, int]:
     """The [game] section and schema version of ``recipe``, else of the quickstart recipe, else the defaults."""
     if recipe is None:
-        recipe = next((p for p in (DEFAULT_RECIPE, REPO_RECIPE) if p.is_file()), None)
+        recipe = DEFAULT_RECIPE if DEFAULT_RECIPE.is_file() else None
     if recipe is None:
         if overrides:
             raise BadInput("--set needs a recipe: no --recipe given and recipes/quickstart.toml not found")

@@ -61,8 +61,8 @@ def parse_versions(text: str, available: list[int]) -> list[int]:
 
 MIN_GAMES_PER_PROCESS = 32
 """A batch is split over processes only if each gets at least this many games. Below that a step costs mostly
-the fixed overhead of each agent's action call (a policy forward pass is ~2.5 ms at 1 game and ~4.5 ms at 40), so
-a split saves little and pays for a second copy of every agent."""
+the fixed overhead of each agent's action call (a policy's forward pass costs little more for 40 games than for
+one), so a split saves little and pays for a second copy of every agent."""
 
 Match = tuple[str, str, int, int]
 """(agent A spec, agent B spec, games, seed): one match, as the league's ``play_fn`` receives it."""
@@ -72,9 +72,9 @@ _WORKER_POOL: AgentPool | None = None
 
 
 def use_one_torch_thread() -> None:
-    """Evaluation runs small batches (one forward pass per game step), where torch's extra threads only spin:
-    two 200-game matches side by side on 2 cores took 29 s each with one thread and had not finished after 20
-    minutes with the default threads (benchmarks/RESULTS.md, "team frame, restore mask, faster evaluation", 2026-11-23). Parallelism comes from processes
+    """Evaluation runs small batches (one forward pass per game step), where torch's extra threads only spin
+    and slow everything down (benchmarks/RESULTS.md, "team frame, restore mask, faster evaluation", 2026-11-23).
+    Parallelism comes from processes
     (``--workers``) instead."""
     import torch
 

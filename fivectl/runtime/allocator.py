@@ -2,10 +2,9 @@
 
 glibc serves allocations above its mmap threshold (128 kB to 32 MB) with fresh ``mmap`` pages and unmaps them
 on free, and trims the heap top above its trim threshold. A learner step allocates and frees the same
-megabyte-sized activations and gradients every time, so each step page-faulted them all in again: 1,900-4,700
-minor faults and 10-15 ms of kernel time per quickstart gradient step of ~125 ms (benchmarks/RESULTS.md). Raising
-both thresholds makes glibc reuse the freed blocks (under 150 faults a step); the process keeps its peak working
-set, which it needs on the next step anyway.
+megabyte-sized activations and gradients every time, so each step page-faulted them all in again (thousands of
+minor faults a step, measured in benchmarks/RESULTS.md). Raising both thresholds makes glibc reuse the freed
+blocks; the process keeps its peak working set, which it needs on the next step anyway.
 """
 
 from __future__ import annotations

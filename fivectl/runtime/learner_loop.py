@@ -276,7 +276,7 @@ class Trainer:
 
 def train_run(opts: TrainOptions) -> dict[str, Any]:
     # One torch thread per process: workers and learner share the cores, and a second thread per process
-    # slowed torch 3.3x here whenever the other core was busy.
+    # slows torch badly whenever the other core is busy (benchmarks/RESULTS.md).
     torch.set_num_threads(1)
     keep_freed_memory()
     run, recipe, initial = open_or_create_run(opts)

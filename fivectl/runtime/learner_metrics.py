@@ -41,7 +41,7 @@ LEARN_KEYS = (
 
 class BufferedMetrics:
     """Rows not yet on disk. They are written before each checkpoint (so a checkpoint is never ahead of the
-    metrics) or after METRICS_FLUSH_S: one file per row cost the learner ~4% (a file and an fsync each).
+    metrics) or after METRICS_FLUSH_S: one file per row would cost the learner a file and an fsync each.
     A kill loses only rows after the last checkpoint, which resume drops and re-logs anyway."""
 
     def __init__(self, metrics_dir: Path, tensorboard_dir: Path):

@@ -270,8 +270,8 @@ class RolloutWorker:
     def act_latest(self, obs: dict[str, torch.Tensor], trained: np.ndarray, with_aux: bool) -> ActOutput:
         """The latest network's step for the agents it plays (``trained``, bool [agents]), in rows for every agent: the
         rows of past versions and bots are left out of the forward pass (zeros in the outputs, their LSTM
-        state kept; no one reads either). With a third of the games against bots and past versions, that is a
-        fifth of the rows of every ``act``."""
+        state kept; no one reads either). The more games against bots and past versions, the fewer rows each
+        ``act`` computes."""
         rows = np.flatnonzero(trained)
         if rows.size == self.agents:
             return self.actor.act(obs, self.state, self.first, with_aux=with_aux)
