@@ -3,7 +3,7 @@
 Code outside ``fivectl.sim`` imports from here only (``tests/sim/test_public_api.py`` checks it); the modules
 inside are the game's own: ``core`` (the numba rules), ``state`` (the state arrays and map layout), ``data``
 (heroes, abilities, items, map), ``observe`` (the observation encoder), ``env`` (``MobaEnv``), ``bots``,
-``objectives``, ``lineup``, ``changes``. ``fivectl.sim.parallel_env`` is the PettingZoo-style adapter for
+``objectives``, ``lineup``, ``changes``. ``fivectl.sim.parallel_env`` is the PettingZoo ParallelEnv adapter for
 users, imported on its own. The game reads the observation schema's data model (``fivectl.schema``); the
 schema imports nothing from the game.
 """
