@@ -25,7 +25,6 @@ class DataParallel:
 
     def __init__(self, group: dist.ProcessGroup | None = None):
         self.group = group
-        self.world_size = dist.get_world_size(group)
 
     def _sum(self, x: torch.Tensor) -> torch.Tensor:
         dist.all_reduce(x, op=dist.ReduceOp.SUM, group=self.group)

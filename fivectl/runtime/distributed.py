@@ -67,10 +67,6 @@ def check_learners(learners: int, device: torch.device) -> None:
         raise BadInput(f"--learners {learners}: this machine has {slots} {what} for learners")
 
 
-def rank_device(device: torch.device, rank: int) -> torch.device:
-    return torch.device("cuda", rank) if device.type == "cuda" else device
-
-
 # ---- batches as bytes ---------------------------------------------------------------------------------------
 
 

@@ -121,7 +121,6 @@ class ProcessSource:
         self.generation = [0] * n_workers
         self.procs: list = [None] * n_workers
         self.started_at = [0.0] * n_workers
-        self.restarts = 0
         for w in range(n_workers):
             self._start(w)
 
@@ -217,7 +216,6 @@ class ProcessSource:
                 continue
             proc.join(timeout=5)
             self.generation[w] += 1
-            self.restarts += 1
             self._start(w)
             events.append(WorkerEvent(w, "restarted", f"generation {self.generation[w]}"))
         return events

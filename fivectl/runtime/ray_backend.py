@@ -187,7 +187,6 @@ class RaySource:
         self.held: dict[int, Delivered] = {}
         self.next_slot = 0
         self.sim_s = self.infer_s = 0.0
-        self.restarts = 0
         self.workers: list[ActorSlot] = []
         self.push_params()
         for w in range(self.n_workers):
@@ -310,7 +309,6 @@ class RaySource:
                 continue
             self.ray.kill(slot.actor, no_restart=True)
             self.pending = {ref: owner for ref, owner in self.pending.items() if owner[0] != w}
-            self.restarts += 1
             self.workers[w] = self._start(w, slot.generation + 1)
             events.append(WorkerEvent(w, "restarted", f"generation {slot.generation + 1}"))
         return events

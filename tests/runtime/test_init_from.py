@@ -1,4 +1,4 @@
-"""``fivectl train --init-from``: a 5v5 run that starts from a 1v1 run's network (the curriculum of DESIGN.md)."""
+"""``fivectl train --init-from``: a 5v5 run that starts from a 1v1 run's network."""
 
 from __future__ import annotations
 
