@@ -24,7 +24,7 @@ from fivectl.errors import BadInput
 from fivectl.evaluate.policy_agent import load_policy
 from fivectl.model import PolicyNet
 from fivectl.schema.spec import ObsSchema
-from fivectl.sim.env import HOLD, MobaEnv
+from fivectl.sim import HOLD, MobaEnv
 from fivectl.store.checkpoint import CheckpointStore
 from fivectl.store.rollouts import read_rollouts, read_schema_json
 from fivectl.store.run_spec import resolve_version, split_run_spec
