@@ -100,7 +100,8 @@ def remove_checkout(where: Path) -> None:
 def in_checkout(recipe: Path, code: Path) -> Path:
     """The same recipe file in another checkout (recipes inside the repository), else the given one."""
     try:
-        return code / recipe.resolve().relative_to(REPO)
+        # absolute() keeps the repository's recipes/ link, which older checkouts have as a plain folder
+        return code / recipe.absolute().relative_to(REPO)
     except ValueError:
         return recipe
 
