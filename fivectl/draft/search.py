@@ -167,8 +167,8 @@ class Drafter:
 
     def _solve(self, m0: int, m1: int, bans: int, t: int, me: int) -> float:
         """Value of the state (m0, m1) before pick t. Early in a draft (the first FILL_PICKS picks) the search
-        would visit nearly every state anyway: the memo of this ban set is filled bottom-up once (fill_memo, about
-        10x faster than chasing the tree) and the top-down search only reads it."""
+        would visit nearly every state anyway: the memo of this ban set is filled bottom-up once (fill_memo, much
+        faster than chasing the tree) and the top-down search only reads it."""
         n, binom = self.space.n, self.space.binom
         memo, offsets = self._memo(bans, me)
         if memo is not self.cache and t <= FILL_PICKS and not self._filled.get(id(memo)):

@@ -283,7 +283,7 @@ class RolloutWorker:
         """Play one decision, ``actions`` [G, 2k, 4], for ``model.decide_every`` env steps: the policies' heroes
         hold their orders after the first (``HOLD``), the scripted bots act on every one. Leaves ``self.raw_obs``
         at the last env step's observation (the bots read it). The steps before the last encode only the
-        action masks, all that the bots and the game read of them (the encoding was 7% of a worker's time).
+        action masks, all that the bots and the game read of them.
         ``predictions``: the learner's, for replays."""
         G, k = self.games, self.team_size
         step: DecisionStep | None = None
