@@ -2,6 +2,7 @@
 #   make train  -> creates .venv, installs fivectl, trains the quickstart recipe on the embedded game
 #   make test   -> creates .venv, installs fivectl, runs ruff and the test suite
 #   make test-slow -> the tests marked slow (the paper-scale network; ~3 GB of memory), skipped by make test
+#   make test-gpu  -> only the tests marked gpu (CUDA learners, NCCL); make test runs them too, skipped without CUDA
 # EXTRAS picks the pip extras installed with it: dev (pytest, ruff) by default; CI adds ray and pettingzoo
 # (make test EXTRAS=dev,ray,pettingzoo). Tests of an extra that is not installed skip, saying what to install.
 PYTHON ?= python3.11
@@ -13,7 +14,7 @@ comma  := ,
 # One stamp per set of extras: asking for other extras installs again.
 STAMP  := $(VENV)/.installed-$(subst $(comma),+,$(EXTRAS))
 
-.PHONY: install train test test-slow lint clean
+.PHONY: install train test test-slow test-gpu lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +46,10 @@ test: $(STAMP) lint
 # -m slow replaces the "not slow" filter that pyproject.toml's addopts sets.
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
+
+# The tests marked gpu alone, on a machine with CUDA and a CUDA build of torch in the venv.
+test-gpu: $(STAMP)
+	$(BIN)/python -m pytest -m gpu $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

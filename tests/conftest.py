@@ -1,4 +1,4 @@
-"""Shared fixtures: the repository root and a CliRunner over the whole ``fivectl`` app."""
+"""Shared fixtures: the repository root and a CliRunner over the whole ``fivectl`` app; the ``gpu`` marker."""
 
 from __future__ import annotations
 
@@ -18,6 +18,17 @@ torch.set_num_threads(1)
 os.environ["FIVECTL_AUTO_DEVICE"] = "cpu"
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``gpu`` skip on a machine without CUDA (``make test`` passes there; ``make test-gpu`` runs
+    only them)."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture
 def repo() -> Path:
     return REPO
@@ -26,8 +37,6 @@ def repo() -> Path:
 @pytest.fixture
 def quickstart() -> Path:
     return REPO / "recipes" / "quickstart.toml"
-
-
 
 
 @pytest.fixture

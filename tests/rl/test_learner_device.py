@@ -67,8 +67,8 @@ def test_auto_device_follows_the_environment_and_cuda_by_name_needs_cuda(monkeyp
             resolve_device("cuda")
 
 
-# The one test that needs a GPU: everything else runs on CPU everywhere.
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+# The real network on CUDA (bfloat16, exact resume) is tested in test_policy_cuda.py.
+@pytest.mark.gpu
 def test_an_iteration_on_cuda_matches_the_cpu_and_checkpoints_keep_the_cuda_rng():
     from fivectl.runtime.run_state import rng_arrays
     from fivectl.store.state_codec import set_cuda_rng_states
