@@ -34,7 +34,10 @@ def train(
     device: Annotated[str | None, typer.Option("--device", help="auto, cpu or cuda (learner).")] = None,
     learners: Annotated[
         int | None,
-        typer.Option("--learners", help="Data-parallel learners (torch.distributed): one per GPU or core."),
+        typer.Option(
+            "--learners",
+            help="Data-parallel learners (torch.distributed): one per GPU or core. Under torchrun: WORLD_SIZE.",
+        ),
     ] = None,
     backend: Annotated[
         str | None,
@@ -70,9 +73,27 @@ def train(
     """Start (or --resume) a run: rollout workers + PPO learner, checkpoints, rollouts and metrics in the run dir."""
     from fivectl.anneal.controller import AnnealController
     from fivectl.evaluate.periodic import PeriodicEvaluator
+    from fivectl.runtime.distributed import follow_rank_zero, launch_env
     from fivectl.runtime.learner_loop import train_run
     from fivectl.runtime.run_setup import TrainOptions
 
+    # Under torchrun every rank runs this command: rank 0 trains, the others are its learners and take
+    # everything else (recipe, run, checkpoint) from it, so they read none of their own arguments.
+    launch = launch_env()
+    if launch is not None:
+        if learners is not None and learners != launch.world:
+            raise BadInput(
+                f"--learners {learners}: torchrun started WORLD_SIZE={launch.world} learners (leave --learners out)"
+            )
+        if launch.rank > 0:
+            follow_rank_zero(launch)
+            err_console.print(
+                f"[fivectl] learner rank {launch.rank} of {launch.world}: stopped with rank 0",
+                highlight=False,
+                markup=False,
+            )
+            return
+        learners = launch.world
     if recipe is not None:
         recipe = resolve_recipe(recipe)  # a shipped recipe's name -> its file, recorded as the run's source
     overrides = list(set_ or [])
@@ -110,6 +131,7 @@ def train(
         evaluation=PeriodicEvaluator.for_run,
         game_change=AnnealController.for_run,
         init_from=init_from,
+        launch=launch,
     )
     summary = train_run(opts)
     if as_json:

@@ -56,6 +56,7 @@ from fivectl.runtime.run_state import Counters, build_learner_state
 from fivectl.runtime.stopping import TrainingStop, stop_signals
 from fivectl.runtime.worker import warm_up_game
 from fivectl.schema import ObsSchema
+from fivectl.store.checkpoint import CheckpointStore
 from fivectl.store.rollouts import RolloutWriter
 from fivectl.store.rundir import RunDir
 
@@ -79,7 +80,12 @@ class Trainer:
         self.anneal: GameChangeHook = (
             opts.game_change(run.path, recipe) if opts.game_change is not None else NoGameChange()
         )
-        check_learners(self.train_cfg.learners, self.device)
+        self.launch = opts.launch
+        if self.launch is not None and self.device.type == "cuda":
+            # under torchrun rank 0 takes its machine's GPU LOCAL_RANK (0 when torchrun started it)
+            self.device = torch.device("cuda", self.launch.local_rank)
+            torch.cuda.set_device(self.device)
+        check_learners(self.train_cfg.learners, self.device, self.launch)
         self.state = build_learner_state(recipe, self.schema, self.device, self.train_cfg.workers)
         self.checkpoints = Checkpointing(
             run,
@@ -109,11 +115,7 @@ class Trainer:
         self.view = LiveView(f"fivectl train {self.run.path}") if self.opts.live else None
         resumed_from = self.checkpoints.start_session(self.opts.resume, self.initial)
         if self.train_cfg.learners > 1:
-            # every rank starts from the checkpoint just restored or written
-            self.learners = LearnerGroup(
-                self.recipe, self.run.path, self.checkpoints.last_version, self.device
-            )
-            self.state.learner.data_parallel = self.learners.data_parallel
+            self.start_learners()
         warm_up_game(self.recipe, self.schema)
         publisher = Publisher.open(self.recipe, self.state, self.anneal, self.device, self.stop.is_requested)
         source = open_fragment_source(self.train_cfg.backend, self.source_options(publisher.params))
@@ -154,6 +156,13 @@ class Trainer:
         finally:
             self.close(source, rollouts, publisher)
         return self.summary()
+
+    def start_learners(self) -> None:
+        """The other data-parallel learners, from the checkpoint just restored or written (sent to them: they
+        read nothing from the run directory)."""
+        checkpoint = CheckpointStore(self.run.checkpoints_path).load(self.checkpoints.last_version)
+        self.learners = LearnerGroup(self.recipe, self.schema, checkpoint, self.device, self.launch)
+        self.state.learner.data_parallel = self.learners.data_parallel
 
     def source_options(self, params: ParameterStore) -> FragmentSourceOptions:
         return FragmentSourceOptions(

@@ -11,7 +11,7 @@ import torch
 
 from fivectl.config import Recipe, load_recipe
 from fivectl.errors import BadInput, ConfigError
-from fivectl.runtime.distributed import check_learners
+from fivectl.runtime.distributed import LaunchEnv, check_learners
 from fivectl.runtime.evaluation_hook import EvaluationHook
 from fivectl.runtime.game_change_hook import GameChangeHook
 from fivectl.runtime.init_from import INIT_FROM_KEY, InitialWeights, initial_weights_for
@@ -37,6 +37,9 @@ class TrainOptions:
     game_change: Callable[[Path, Recipe], GameChangeHook] | None = None
     # RUN or RUN@VERSION whose network a new run starts from (``--init-from``); None = the recipe's initialization.
     init_from: str | None = None
+    # Under torchrun: this process is rank 0 of the learners torchrun started (``train.learners`` is their count);
+    # None = the trainer starts its other learners itself.
+    launch: LaunchEnv | None = None
 
 
 # What ``--device auto`` means when set: a test suite pins it to cpu so that a machine with a GPU runs the same
@@ -81,7 +84,7 @@ def open_or_create_run(opts: TrainOptions) -> tuple[RunDir, Recipe, InitialWeigh
         raise BadInput("give a RECIPE to start a run")
     recipe = load_recipe(opts.recipe_path, opts.overrides)
     check_recipe_for_training(recipe)
-    check_learners(recipe.train.learners, resolve_device(recipe.train.device))
+    check_learners(recipe.train.learners, resolve_device(recipe.train.device), opts.launch)
     schema = load_schema(recipe.model.schema_version)
     check_ray_backend(recipe)
     initial, extra = None, {}
