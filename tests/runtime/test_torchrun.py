@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -89,7 +88,9 @@ def test_rank_1_exits_when_rank_0_is_killed(tiny_recipe, tmp_path):
 def test_torchrun_two_nodes_on_one_machine(tiny_recipe, tmp_path):
     """The README's two-machine commands, both machines here: node 1 given paths that do not exist."""
     port = str(free_loopback_port())
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "FIVECTL_DEBUG")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "FIVECTL_DEBUG")
+    }
 
     def node(rank: int, recipe: Path, run: Path, *extra: str) -> subprocess.Popen:
         command = [
@@ -173,7 +174,19 @@ def test_the_start_message_carries_any_tree_of_tensors_bitwise():
     back, info = tree_from_bytes(header, data)
     assert info == {"version": 4}
     assert isinstance(back["seq"][1], tuple) and back["seq"][1][1] is None
-    flat = [tree["rng"]["torch"], tree["model"]["w"], tree["model"]["b"], *tree["seq"][0:1], tree["seq"][1][0]]
-    again = [back["rng"]["torch"], back["model"]["w"], back["model"]["b"], *back["seq"][0:1], back["seq"][1][0]]
+    flat = [
+        tree["rng"]["torch"],
+        tree["model"]["w"],
+        tree["model"]["b"],
+        *tree["seq"][0:1],
+        tree["seq"][1][0],
+    ]
+    again = [
+        back["rng"]["torch"],
+        back["model"]["w"],
+        back["model"]["b"],
+        *back["seq"][0:1],
+        back["seq"][1][0],
+    ]
     for a, b in zip([*flat, tree["half"]], [*again, back["half"]], strict=True):
         assert a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
