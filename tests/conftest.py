@@ -16,6 +16,8 @@ torch.set_num_threads(1)
 # `--device auto` means cpu in every test (and the trainers they start): a machine with a GPU runs the same
 # tests; the CUDA tests ask for cuda by name.
 os.environ["FIVECTL_AUTO_DEVICE"] = "cpu"
+# Deterministic cuBLAS for the gpu tests that compare bitwise (read when CUDA starts, so set before any test).
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 
 def pytest_collection_modifyitems(config, items):

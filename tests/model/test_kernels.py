@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import importlib
 import os
 import subprocess
@@ -113,3 +114,40 @@ def test_the_numba_cache_is_keyed_by_every_source_below_sim_schema_and_model(tmp
     third = fivectl._numba_cache_dir(package)
     assert len({first, second, third}) == 3
     assert Path(first).parent == tmp_path / "cache" / "fivectl" / "numba"
+
+
+@pytest.mark.gpu
+def test_on_cuda_the_layers_take_the_torch_path_and_match_the_compiled_cpu_step(monkeypatch):
+    """A learner's step on CUDA tensors runs no numba kernel (each layer's torch path) and computes what the
+    compiled CPU step computes: loss, normalizer update and every gradient."""
+    schema = load_schema(2)
+    cpu_net = make_net(schema, team_size=1)
+    obs = make_obs(schema, (4, 3), seed=1)
+    first = torch.zeros(4, 3, dtype=torch.bool)
+    first[0] = True
+    actions, _ = sample_window(cpu_net, obs, first)
+    cuda_net = copy.deepcopy(cpu_net).cuda()
+
+    def step(net, device):
+        on = {k: v.to(device) for k, v in obs.items()}
+        net.update_normalizers(on)
+        ev = net.evaluate(
+            on, actions.to(device), tuple(s.to(device) for s in net.initial_state(3)), first.to(device)
+        )
+        loss = -ev.logprob.mean() + ev.value.square().mean() + ev.entropy.mean()
+        loss.backward()
+        return loss.detach().cpu(), {n: p.grad.cpu() for n, p in net.named_parameters() if p.grad is not None}
+
+    calls = count_kernel_calls(monkeypatch)
+    loss_cpu, grads_cpu = step(cpu_net, "cpu")
+    assert {"banded_grid_block", "fused_unit_mlp", "column_moments"} <= set(calls)  # the CPU step is compiled
+    calls.clear()
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):  # float32 convolutions, as on the CPU
+        loss_cuda, grads_cuda = step(cuda_net, "cuda")
+    assert not calls
+    torch.testing.assert_close(loss_cuda, loss_cpu, rtol=1e-4, atol=1e-5)
+    assert grads_cuda.keys() == grads_cpu.keys()
+    for name in grads_cpu:
+        torch.testing.assert_close(grads_cuda[name], grads_cpu[name], rtol=1e-3, atol=1e-5, msg=name)
+    for name, buffer in cpu_net.named_buffers():
+        torch.testing.assert_close(dict(cuda_net.named_buffers())[name].cpu(), buffer, rtol=1e-5, atol=1e-6)

@@ -7,6 +7,8 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
 from fivectl.store.checkpoint import CheckpointStore
 from fivectl.store.metrics import MetricsLog
 from tests.runtime.test_crash import start_training, wait_for_checkpoint
@@ -69,3 +71,19 @@ def test_more_learners_than_cores_is_bad_input_and_writes_nothing(tiny_recipe, t
     assert "--learners 100000: this machine has" in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.gpu
+def test_two_learners_on_two_gpus_sum_gradients_over_nccl(tiny_recipe, tmp_path, cli):
+    import torch
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two CUDA devices")
+    run = tmp_path / "run"
+    result = cli(
+        "train", str(tiny_recipe), "--run", str(run), "--workers", "0", "--learners", "2", "--device", "cuda",
+        "--max-samples", "300", "--json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["samples"] >= 300
+    assert MetricsLog(run / "metrics").read().column("samples").to_pylist()[0] == 2 * 8 * 8

@@ -32,6 +32,12 @@ def rank_env(rank: int, port: int, world: int = 2) -> dict[str, str]:
     return env
 
 
+def torchrun_parent_env() -> dict[str, str]:
+    """This environment without any rank of its own (torchrun sets them for its children)."""
+    drop = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "FIVECTL_DEBUG")
+    return {k: v for k, v in os.environ.items() if k not in drop}
+
+
 def start_rank(rank: int, port: int, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "fivectl.cli.main", "train", *args],
@@ -88,9 +94,7 @@ def test_rank_1_exits_when_rank_0_is_killed(tiny_recipe, tmp_path):
 def test_torchrun_two_nodes_on_one_machine(tiny_recipe, tmp_path):
     """The README's two-machine commands, both machines here: node 1 given paths that do not exist."""
     port = str(free_loopback_port())
-    env = {
-        k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "FIVECTL_DEBUG")
-    }
+    env = torchrun_parent_env()
 
     def node(rank: int, recipe: Path, run: Path, *extra: str) -> subprocess.Popen:
         command = [
@@ -190,3 +194,22 @@ def test_the_start_message_carries_any_tree_of_tensors_bitwise():
     ]
     for a, b in zip([*flat, tree["half"]], [*again, back["half"]], strict=True):
         assert a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not TORCHRUN.exists(), reason="torchrun is not next to this python")
+def test_torchrun_learners_on_two_gpus(tiny_recipe, tmp_path):
+    import torch
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two CUDA devices")
+    run = tmp_path / "run"
+    env = torchrun_parent_env()
+    command = [
+        str(TORCHRUN), "--standalone", "--nproc-per-node", "2",
+        "-m", "--", "fivectl.cli.main", "train", str(tiny_recipe), "--run", str(run), "--device", "cuda",
+        "--max-samples", "300",
+    ]  # fmt: skip
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stderr
+    assert first_iteration_samples(run) == 2 * SAMPLES_PER_LEARNER

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from fivectl.cli.main import app
@@ -137,3 +138,19 @@ def test_periodic_trueskill_evaluation_lands_in_the_league(tiny_recipe, tmp_path
     rated = [a for a in league["agents"] if a.get("version") is not None]
     assert rated and all(a["version"] % 2 == 0 for a in rated)
     assert league["games"]
+
+
+@pytest.mark.gpu
+def test_training_on_cuda_completes_and_resumes(tiny_recipe, tmp_path):
+    run = tmp_path / "run"
+    first = train(str(tiny_recipe), "--run", str(run), "--device", "cuda", "--max-samples", "200")
+    assert first.exit_code == 0, first.output
+    assert "cuda" in CheckpointStore(run / "checkpoints.zarr").load().arrays["rng"]  # the CUDA RNG is saved
+    again = train("--run", str(run), "--resume", "--device", "cuda", "--max-samples", "500")
+    assert again.exit_code == 0, again.output
+    assert "resumed from checkpoint" in again.stderr
+    second = json.loads(again.stdout)
+    assert second["samples"] >= 500 and second["version"] > json.loads(first.stdout)["version"]
+    table = MetricsLog(run / "metrics").read()
+    assert table.column("iteration").to_pylist() == list(range(1, second["iterations"] + 1))
+    assert np.isfinite(table.column("policy_loss").to_numpy()).all()
