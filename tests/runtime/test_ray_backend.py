@@ -130,6 +130,20 @@ def test_ray_workers_train_are_replaced_when_killed_and_the_run_resumes(ray_clus
     assert iterations == list(range(1, summary["iterations"] + 1)), "gap or duplicate after the resume"
 
 
+def test_ray_workers_feed_several_learners(ray_cluster, tiny_recipe, tmp_path):
+    """Ray actors play, rank 0 takes their fragments and shares each batch with the learner it started."""
+    run = tmp_path / "run"
+    result = fivectl(
+        "train", str(tiny_recipe), "--run", str(run), "--json", "--backend", "ray",
+        "--ray-address", ray_cluster.address, "--workers", "2", "--learners", "2", "--max-samples", "300",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["stop_reason"] == "max_samples" and summary["samples"] >= 300
+    iterations = MetricsLog(run / "metrics").read().column("iteration").to_pylist()
+    assert iterations == list(range(1, summary["iterations"] + 1))
+
+
 def train(*args: str):
     return CliRunner().invoke(app, ["train", *args])
 
