@@ -26,7 +26,8 @@ class TrainConfig:
         1,
         "Data-parallel learner processes on this machine (torch.distributed: NCCL, one per GPU, with device "
         "cuda; gloo, one per core, on CPU). Each takes its share of every learner batch, whose size grows with "
-        "them (batch_windows is per learner); gradients are summed over them before each step.",
+        "them (batch_windows is per learner); gradients are summed over them before each step. Under torchrun "
+        "(learners on several machines) it is WORLD_SIZE.",
         ge=1,
     )
     workers: int = param(
