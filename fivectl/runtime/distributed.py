@@ -346,7 +346,8 @@ class LearnerGroup:
                 proc.start()
         else:
             address = "env://"  # MASTER_ADDR:MASTER_PORT, or torchrun's own store
-        # between share() and finish() the ranks are inside collectives; so are they until they are started
+        # between share() and finish() the ranks are inside collectives, and until they have all built their
+        # learners: a failure then kills the processes started here instead of telling them to stop
         self.mid_iteration = True
         try:
             dist.init_process_group(
