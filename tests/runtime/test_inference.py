@@ -28,7 +28,8 @@ runner = CliRunner()
 
 
 def server_setup(tiny_recipe, *overrides: str):
-    recipe = load_recipe(tiny_recipe, ["train.workers=2", "train.acting=server", *overrides])
+    # game_phases=1: no staggered starts (bots playing the first part of the first games) to wait for
+    recipe = load_recipe(tiny_recipe, ["train.workers=2", "train.acting=server", "train.game_phases=1", *overrides])
     schema = load_schema(recipe.model.schema_version)
     torch.manual_seed(0)
     net = PolicyNet(schema, recipe.model, recipe.game.team_size, obs_clip=recipe.train.obs_clip).eval()
@@ -109,9 +110,9 @@ def test_workers_act_through_the_server_and_a_killed_worker_or_server_is_replace
     source = ProcessSource(options)
     try:
 
-        def fragments_from_both_workers() -> None:
+        def fragments_from(workers: set[int]) -> None:
             seen, deadline = set(), time.time() + 120
-            while seen != {0, 1} and time.time() < deadline:
+            while not workers <= seen and time.time() < deadline:
                 got = source.get(timeout=5)
                 if got is None:
                     source.check_health()
@@ -120,9 +121,9 @@ def test_workers_act_through_the_server_and_a_killed_worker_or_server_is_replace
                 assert int(views["header"][0]) == 5  # the version that acted (the server's answers)
                 seen.add(int(views["header"][1]))
                 source.release(slot)
-            assert seen == {0, 1}
+            assert workers <= seen
 
-        fragments_from_both_workers()
+        fragments_from({0, 1})
         passes = source.stats().inference["inference_passes"]
         assert passes > 0
         time.sleep(0.3)  # the workers are filling their next fragments, asking the server every step
@@ -130,7 +131,7 @@ def test_workers_act_through_the_server_and_a_killed_worker_or_server_is_replace
         source.procs[0].join()
         events = source.check_health()
         assert [(e.subject, e.kind) for e in events] == [("worker 0", "died"), ("worker 0", "restarted")]
-        fragments_from_both_workers()
+        fragments_from({1})  # the server goes on serving the others; the dead worker's request is dropped
         server = source.inference.proc
         assert server.is_alive() and source.stats().inference["inference_passes"] > passes
         # a dead server is replaced, and every worker with it (their pipes led to it)
@@ -139,8 +140,8 @@ def test_workers_act_through_the_server_and_a_killed_worker_or_server_is_replace
         events = [(e.subject, e.kind) for e in source.check_health()]
         assert events[:2] == [("inference server", "died"), ("inference server", "restarted")]
         assert {s for s, kind in events[2:] if kind == "restarted"} == {"worker 0", "worker 1"}
-        fragments_from_both_workers()
-        assert source.stats().workers_alive == 2
+        fragments_from({0, 1})
+        assert source.stats().workers_alive == 2 and source.inference.proc.is_alive()
     finally:
         source.close()
         params.close(unlink=True)
@@ -148,7 +149,8 @@ def test_workers_act_through_the_server_and_a_killed_worker_or_server_is_replace
 
 def test_training_with_the_inference_server(tiny_recipe, tmp_path):
     run = tmp_path / "run"
-    args = ["--run", str(run), "--workers", "2", "--set", "train.acting=server", "--max-samples", "300"]
+    args = ["--run", str(run), "--workers", "2", "--set", "train.acting=server", "--set", "train.game_phases=1"]
+    args += ["--max-samples", "200"]
     result = runner.invoke(app, ["train", str(tiny_recipe), *args, "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
