@@ -99,7 +99,7 @@ def fragment_specs(
         ArraySpec("last_win_prob", (B,), "float32"),
         # Predicted net-worth rank probabilities after the fragment: the label where no game end is ahead.
         ArraySpec("last_networth_rank", (B, team_size), "float32"),
-        # header: [policy version, worker id, fragment counter, valid]
+        # header: [policy version (the oldest that acted in the fragment), worker id, fragment counter, valid]
         ArraySpec("header", (4,), "int64"),
     ]
     if n_objectives:

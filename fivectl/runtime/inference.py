@@ -71,7 +71,10 @@ def request_specs(recipe: Recipe, schema: ObsSchema) -> list[ArraySpec]:
     """One worker's request slot: its agents' inputs, then the outputs the server writes."""
     agents = recipe.train.games_per_worker * 2 * recipe.game.team_size
     lstm, k = recipe.model.lstm_size, recipe.game.team_size
-    specs = [ArraySpec(f"obs.{key}", (agents, *shape), dtype) for key, (shape, dtype) in schema.array_specs().items()]
+    specs = [
+        ArraySpec(f"obs.{key}", (agents, *shape), dtype)
+        for key, (shape, dtype) in schema.array_specs().items()
+    ]
     specs += [
         ArraySpec("h", (agents, lstm), "float32"),
         ArraySpec("c", (agents, lstm), "float32"),
@@ -150,7 +153,9 @@ class InferenceClient:
         self.send(obs, state, first, rows, with_aux=with_aux, deterministic=deterministic)
         return self.receive(with_aux)
 
-    def send(self, obs, state, first, rows: np.ndarray | None, *, with_aux: bool, deterministic: bool) -> None:
+    def send(
+        self, obs, state, first, rows: np.ndarray | None, *, with_aux: bool, deterministic: bool
+    ) -> None:
         """Write the request into this worker's slot and announce it (``rows`` None: every agent)."""
         self._greeting()
         v = self.views
@@ -232,7 +237,9 @@ class BatchedActor:
         self.team_size = net.team_size
         self.actor = TracedActor(net) if not self.cuda else None
         self.autocast = (
-            torch.autocast("cuda", dtype=torch.bfloat16) if self.cuda and precision == "bfloat16" else nullcontext()
+            torch.autocast("cuda", dtype=torch.bfloat16)
+            if self.cuda and precision == "bfloat16"
+            else nullcontext()
         )
         self.max_rows = max_rows + ROW_BUCKET * self.team_size  # room for the padding
         self.staging: dict[str, torch.Tensor] = {}
@@ -307,7 +314,9 @@ class BatchedActor:
         return host
 
     @staticmethod
-    def _write_back(views: dict[str, np.ndarray], rows: np.ndarray, outputs: dict | None, offset: int) -> None:
+    def _write_back(
+        views: dict[str, np.ndarray], rows: np.ndarray, outputs: dict | None, offset: int
+    ) -> None:
         """Outputs for every agent of the slot: zeros where the request left rows out, their state kept."""
         views["next_h"][...] = views["h"]
         views["next_c"][...] = views["c"]
@@ -381,7 +390,9 @@ class InferenceServer:
                 continue
             self.conns[worker] = conn
 
-    def read(self, ready: list, pending: dict[int, tuple[int, int]] | None = None) -> dict[int, tuple[int, int]]:
+    def read(
+        self, ready: list, pending: dict[int, tuple[int, int]] | None = None
+    ) -> dict[int, tuple[int, int]]:
         """worker -> (sequence number, flags) of its request, for the workers whose pipe is ``ready``; a closed
         pipe is dropped."""
         pending = {} if pending is None else pending
@@ -502,7 +513,9 @@ class InferenceProcess:
     def __init__(self, options: FragmentSourceOptions):
         self.options = options
         self.ctx = mp.get_context("spawn")
-        self.requests = FragmentSlots(request_specs(options.recipe, options.schema), options.workers, create=True)
+        self.requests = FragmentSlots(
+            request_specs(options.recipe, options.schema), options.workers, create=True
+        )
         self.status_block = FragmentSlots(status_specs(), 1, create=True)
         self.status = self.status_block.slots[0]
         self.generation = 0
@@ -518,7 +531,9 @@ class InferenceProcess:
         self.status["status"][S_HEARTBEAT] = time.time()
         self.status["stop"][0] = 0
         server_end, self.ctrl = self.ctx.Pipe(duplex=True)  # a socket pair: it carries file descriptors too
-        seed = np.random.SeedSequence([o.seed, 1, self.generation, max(o.params.version, 0)]).generate_state(1)[0]
+        seed = np.random.SeedSequence([o.seed, 1, self.generation, max(o.params.version, 0)]).generate_state(
+            1
+        )[0]
         self.proc = self.ctx.Process(
             target=server_main,
             name="fivectl-inference",
@@ -573,10 +588,15 @@ class InferenceProcess:
         if not ready:
             raise RunFailed(f"the {SERVER} ({where}) {event.kind} before it was ready ({event.detail})")
         if self.generation >= MAX_SERVER_RESTARTS:
-            raise RunFailed(f"the {SERVER} ({where}) {event.kind} again ({event.detail}) after {self.generation} restarts")
+            raise RunFailed(
+                f"the {SERVER} ({where}) {event.kind} again ({event.detail}) after {self.generation} restarts"
+            )
         self.generation += 1
         self.start()
-        return [event, WorkerEvent(-1, "restarted", f"generation {self.generation}, with every worker", who=SERVER)]
+        return [
+            event,
+            WorkerEvent(-1, "restarted", f"generation {self.generation}, with every worker", who=SERVER),
+        ]
 
     def metrics(self) -> dict[str, float]:
         status = self.status["status"]

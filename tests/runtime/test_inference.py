@@ -29,7 +29,9 @@ runner = CliRunner()
 
 def server_setup(tiny_recipe, *overrides: str):
     # game_phases=1: no staggered starts (bots playing the first part of the first games) to wait for
-    recipe = load_recipe(tiny_recipe, ["train.workers=2", "train.acting=server", "train.game_phases=1", *overrides])
+    recipe = load_recipe(
+        tiny_recipe, ["train.workers=2", "train.acting=server", "train.game_phases=1", *overrides]
+    )
     schema = load_schema(recipe.model.schema_version)
     torch.manual_seed(0)
     net = PolicyNet(schema, recipe.model, recipe.game.team_size, obs_clip=recipe.train.obs_clip).eval()
@@ -47,7 +49,10 @@ def worker_inputs(recipe, schema, seed: int):
     obs = {k: torch.from_numpy(v.reshape(-1, *v.shape[2:]).copy()) for k, v in env.reset().items()}
     agents = recipe.train.games_per_worker * 2 * recipe.game.team_size
     g = torch.Generator().manual_seed(seed)
-    state = (torch.randn(1, agents, recipe.model.lstm_size, generator=g), torch.randn(1, agents, recipe.model.lstm_size, generator=g))
+    state = (
+        torch.randn(1, agents, recipe.model.lstm_size, generator=g),
+        torch.randn(1, agents, recipe.model.lstm_size, generator=g),
+    )
     first = torch.rand(agents, generator=g) < 0.3
     return obs, state, first
 
@@ -61,7 +66,10 @@ def test_batched_outputs_equal_each_workers_own_forward_pass(tiny_recipe):
     clients = [InferenceClient(server.block, w, server.connect(w)) for w in range(2)]
     try:
         inputs = [worker_inputs(recipe, schema, seed=w) for w in range(2)]
-        rows = [np.arange(8), np.array([0, 1, 4, 5])]  # worker 1: its games' first teams (a past version has the rest)
+        rows = [
+            np.arange(8),
+            np.array([0, 1, 4, 5]),
+        ]  # worker 1: its games' first teams (a past version has the rest)
         for version in (5, 6):
             if version == 6:  # a new version: the server acts with it from the next batch on
                 with torch.no_grad():
@@ -149,7 +157,16 @@ def test_workers_act_through_the_server_and_a_killed_worker_or_server_is_replace
 
 def test_training_with_the_inference_server(tiny_recipe, tmp_path):
     run = tmp_path / "run"
-    args = ["--run", str(run), "--workers", "2", "--set", "train.acting=server", "--set", "train.game_phases=1"]
+    args = [
+        "--run",
+        str(run),
+        "--workers",
+        "2",
+        "--set",
+        "train.acting=server",
+        "--set",
+        "train.game_phases=1",
+    ]
     args += ["--max-samples", "200"]
     result = runner.invoke(app, ["train", str(tiny_recipe), *args, "--json"])
     assert result.exit_code == 0, result.output
@@ -170,11 +187,24 @@ def test_acting_auto_and_bad_combinations(tiny_recipe, tmp_path):
     serial = load_recipe(tiny_recipe, ["train.workers=0"])
     assert resolve_acting(serial.train, torch.device("cuda")) == "worker"
     run = str(tmp_path / "r")
-    serial_server = runner.invoke(app, ["train", str(tiny_recipe), "--run", run, "--set", "train.acting=server"])
+    serial_server = runner.invoke(
+        app, ["train", str(tiny_recipe), "--run", run, "--set", "train.acting=server"]
+    )
     assert_bad_input(serial_server, "train.acting", "workers > 0")
     ray_server = runner.invoke(
         app,
-        ["train", str(tiny_recipe), "--run", run, "--workers", "2", "--backend", "ray", "--set", "train.acting=server"],
+        [
+            "train",
+            str(tiny_recipe),
+            "--run",
+            run,
+            "--workers",
+            "2",
+            "--backend",
+            "ray",
+            "--set",
+            "train.acting=server",
+        ],
     )
     assert_bad_input(ray_server, "train.acting", "'ray'")
     assert not (tmp_path / "r").exists()
