@@ -39,6 +39,22 @@ class TrainConfig:
         "node of a Ray cluster; needs the fivectl[ray] extra). The learner stays in this process either way.",
         choices=("local", "ray"),
     )
+    acting: str = param(
+        "auto",
+        "Where the latest network acts for the rollout workers. worker: each worker process acts on its own CPU "
+        "copy. server: one inference process runs the latest network on train.device (the learner's device, "
+        "cuda or cpu) and every worker sends it its observations through shared memory, one forward pass for "
+        "the requests of many workers at once (bfloat16 on cuda with precision bfloat16); past versions and "
+        "scripted bots still act inside the workers. auto: server when the device resolves to cuda with the "
+        "local backend and workers > 0, else worker. server needs the local backend and workers > 0.",
+        choices=("auto", "worker", "server"),
+    )
+    acting_wait_ms: float = param(
+        1.0,
+        "With acting server: how long the inference server waits, after the first request, for the other "
+        "workers' before a forward pass (it goes at once when every worker has asked); 0 = only what is ready.",
+        ge=0,
+    )
     ray_address: str = param(
         "",
         "Ray cluster to join with backend ray: host:port of its head (or auto, or ray://host:port); empty "
@@ -137,3 +153,14 @@ class TrainConfig:
     replay_keep_gb: float = param(
         1.0, "Replays kept, in GB: the oldest files go first; 0 = keep every file.", ge=0
     )
+
+    def validate(self) -> list[str]:
+        errors = []
+        if self.acting == "server" and self.backend != "local":
+            errors.append(
+                f"train.acting: server runs beside local worker processes, not with backend {self.backend!r} "
+                "(use worker or auto)"
+            )
+        if self.acting == "server" and self.workers == 0:
+            errors.append("train.acting: server needs workers > 0 (serial mode acts in the learner's process)")
+        return errors

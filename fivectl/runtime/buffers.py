@@ -32,6 +32,22 @@ class ArraySpec:
         return int(math.prod(self.shape)) * np.dtype(self.dtype).itemsize
 
 
+@dataclass(frozen=True)
+class SharedBlock:
+    """How another process attaches to a shared-memory block the learner created."""
+
+    specs: list  # (key, shape, dtype) of each array of a slot
+    name: str  # the shared memory's name
+    slots: int = 1
+
+    def attach(self) -> FragmentSlots:
+        return FragmentSlots([ArraySpec(*s) for s in self.specs], self.slots, shm_name=self.name)
+
+    @classmethod
+    def of(cls, block: FragmentSlots) -> SharedBlock:
+        return cls([(s.key, s.shape, s.dtype) for s in block.specs], block.shm_name, block.n_slots)
+
+
 def fragment_specs(
     schema: ObsSchema,
     *,
@@ -83,7 +99,7 @@ def fragment_specs(
         ArraySpec("last_win_prob", (B,), "float32"),
         # Predicted net-worth rank probabilities after the fragment: the label where no game end is ahead.
         ArraySpec("last_networth_rank", (B, team_size), "float32"),
-        # header: [policy version, worker id, fragment counter, valid]
+        # header: [policy version (the oldest that acted in the fragment), worker id, fragment counter, valid]
         ArraySpec("header", (4,), "int64"),
     ]
     if n_objectives:

@@ -96,4 +96,4 @@ class FragmentIntake:
 
     def note_health(self, source: FragmentSource) -> None:
         for event in source.check_health():
-            self.note(f"worker {event.worker_id} {event.kind}: {event.detail}")
+            self.note(f"{event.subject} {event.kind}: {event.detail}")

@@ -18,6 +18,7 @@ import numpy as np
 
 from fivectl.runtime.buffers import FragmentSlots, recipe_fragment_specs
 from fivectl.runtime.fragment_source import FragmentSourceOptions, SourceStats, WorkerEvent
+from fivectl.runtime.inference import InferenceProcess
 from fivectl.runtime.worker import (
     CTRL_HEARTBEAT,
     CTRL_INFER_S,
@@ -121,6 +122,9 @@ class ProcessSource:
         self.generation = [0] * n_workers
         self.procs: list = [None] * n_workers
         self.started_at = [0.0] * n_workers
+        # train.acting = "server": the latest network acts in one inference process, started before the workers
+        # (inference.py); each worker gets a pipe to it and a slot of its request block.
+        self.inference = InferenceProcess(options) if options.acting == "server" else None
         for w in range(n_workers):
             self._start(w)
 
@@ -138,6 +142,7 @@ class ProcessSource:
                 self.ctrl["slot_state"][slot] = SLOT_FREE
                 free_send.send_bytes(encode_slot(slot))
         seed = worker_seed(self.seed, w, self.generation[w], max(self.params.version, 0))
+        infer_conn = self.inference.connect(w) if self.inference is not None else None
         self.ctrl["workers"][w, CTRL_HEARTBEAT] = time.time()
         self.ctrl["workers"][w, CTRL_READY] = 0.0
         proc = self.ctx.Process(
@@ -155,6 +160,8 @@ class ProcessSource:
                 free_conn=free_recv,
                 full_conn=full_send,
                 run_dir=self.run_dir,
+                inference=self.inference.block if self.inference is not None else None,
+                infer_conn=infer_conn,
             ),
             daemon=True,
         )
@@ -163,6 +170,8 @@ class ProcessSource:
         # dies: the learner stops listening to a dead worker, and workers exit when the learner is killed.
         free_recv.close()
         full_send.close()
+        if infer_conn is not None:
+            infer_conn.close()
         self.procs[w] = proc
         self.started_at[w] = time.time()
 
@@ -201,6 +210,13 @@ class ProcessSource:
     def check_health(self) -> list[WorkerEvent]:
         """Replace dead or hung workers; their partial fragments are discarded and their slots reclaimed."""
         events = []
+        if self.inference is not None:
+            server_events = self.inference.check_health(self.heartbeat_timeout_s, self.startup_timeout_s)
+            events += server_events
+            if server_events:  # a new server: every worker's pipe led to the old one, so they are replaced too
+                for proc in self.procs:
+                    proc.kill()
+                    proc.join(timeout=5)
         now = time.time()
         for w, proc in enumerate(self.procs):
             beat = self.ctrl["workers"][w, CTRL_HEARTBEAT]
@@ -240,10 +256,13 @@ class ProcessSource:
             float(rows[:, CTRL_INFER_S].sum()),
             float(rows[:, CTRL_WAIT_S].sum()),
             [int(v) for v in rows[:, CTRL_VERSION]],
+            self.inference.metrics() if self.inference is not None else {},
         )
 
     def close(self) -> None:
         self.ctrl["stop"][0] = 1
+        if self.inference is not None:
+            self.inference.close()  # workers waiting on an answer see their pipe close and stop at once
         deadline = time.time() + 10
         for proc in self.procs:
             if proc is not None:

@@ -30,6 +30,11 @@ class WorkerEvent:
     worker_id: int
     kind: str  # "died" | "hung" | "restarted"
     detail: str = ""
+    who: str = ""  # what the event is about when it is not a worker (the inference server)
+
+    @property
+    def subject(self) -> str:
+        return self.who or f"worker {self.worker_id}"
 
 
 @dataclass
@@ -40,6 +45,7 @@ class SourceStats:
     seconds_infer: float
     seconds_worker_wait: float
     worker_versions: list[int] = field(default_factory=list)
+    inference: dict[str, float] = field(default_factory=dict)  # the inference server's metrics (acting server)
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,8 @@ class FragmentSourceOptions:
     heartbeat_timeout_s: float = 120.0  # a ready worker silent this long is hung: it is replaced
     startup_timeout_s: float = 900.0  # the same for a worker still starting (it may compile kernels)
     run_dir: Path | None = None  # past versions (the opponent pool) and replays are read and written here
+    acting: str = "worker"  # train.acting resolved (inference.resolve_acting): "worker" or "server"
+    device: str = "cpu"  # where the inference server runs the latest network (the learner's device)
 
 
 @runtime_checkable

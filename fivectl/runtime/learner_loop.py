@@ -39,6 +39,7 @@ from fivectl.runtime.evaluation_hook import BackgroundEvaluations
 from fivectl.runtime.fragment_intake import FragmentIntake, Intake
 from fivectl.runtime.fragment_source import FragmentSource, FragmentSourceOptions, open_fragment_source
 from fivectl.runtime.game_change_hook import GameChangeHook, NoGameChange
+from fivectl.runtime.inference import resolve_acting
 from fivectl.runtime.init_from import InitialWeights
 from fivectl.runtime.learner_batch import learner_batch
 from fivectl.runtime.learner_metrics import BufferedMetrics, IterationTimes, games_finished, metrics_row
@@ -174,6 +175,8 @@ class Trainer:
             slots_per_worker=self.train_cfg.slots_per_worker,
             heartbeat_timeout_s=self.opts.heartbeat_timeout_s,
             run_dir=self.run.path,
+            acting=resolve_acting(self.train_cfg, self.device),
+            device=str(self.device),
         )
 
     def close(self, source: FragmentSource, rollouts: RolloutWriter, publisher: Publisher) -> None:

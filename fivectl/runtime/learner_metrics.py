@@ -141,6 +141,7 @@ def metrics_row(
     row.update(
         {key: value for key, value in learn.items() if key.startswith("entropy_") and key != "entropy_coef"}
     )
+    row.update(getattr(source_stats, "inference", None) or {})  # acting in the inference server only
     row.update(reward_by_component(fragments, reward_cfg))
     row["seconds_copy"] = times.copy
     return row

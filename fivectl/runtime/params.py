@@ -91,11 +91,15 @@ class ParameterStore:
         header[1] = version
         header[0] += 1  # even: consistent
 
-    def read_into(self, model: torch.nn.Module, timeout_s: float = 30.0) -> tuple[int, dict[str, float]]:
-        """Copy the latest consistent parameters into ``model``; returns (version, scalars)."""
+    def read_into(
+        self, model: torch.nn.Module | None, timeout_s: float = 30.0
+    ) -> tuple[int, dict[str, float]]:
+        """Copy the latest consistent parameters into ``model``; returns (version, scalars). With ``model`` None
+        only the version, scalars and pool are read (a worker whose latest network acts in the inference
+        server)."""
         header = self.views["__header"]
         deadline = time.monotonic() + timeout_s
-        state = model.state_dict()
+        state = model.state_dict() if model is not None else {}
         while True:
             seq = int(header[0])
             if seq % 2 == 0:

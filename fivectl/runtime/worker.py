@@ -23,7 +23,8 @@ from fivectl.model.traced import TracedActor
 from fivectl.rl.reward import shape_rewards
 from fivectl.runtime.acting import act_on_rows
 from fivectl.runtime.allocator import keep_freed_memory
-from fivectl.runtime.buffers import ArraySpec, FragmentSlots
+from fivectl.runtime.buffers import ArraySpec, SharedBlock
+from fivectl.runtime.inference import InferenceClient
 from fivectl.runtime.opponents import OpponentSet
 from fivectl.runtime.params import SCALAR_KEYS, ParameterStore
 from fivectl.runtime.recorder import TrainingReplays
@@ -36,6 +37,7 @@ from fivectl.sim import HOLD, MobaEnv, ObjectiveTracker, hero_networth
 CTRL_HEARTBEAT, CTRL_VERSION, CTRL_SIM_S, CTRL_INFER_S, CTRL_WAIT_S, CTRL_STEPS, CTRL_READY = range(7)
 N_CTRL = 7
 SLOT_FREE, SLOT_FILLING, SLOT_FULL = 0, 1, 2
+NO_ANSWER = 2**62  # RolloutWorker.oldest_acted before the inference server's first answer of a fragment
 
 
 def control_specs(n_workers: int, n_slots: int) -> list[ArraySpec]:
@@ -73,18 +75,6 @@ def game_change(recipe: Recipe, params: ParameterStore) -> tuple[str | None, flo
     return None, 0.0
 
 
-@dataclass(frozen=True)
-class SharedBlock:
-    """How a worker process attaches to a shared-memory block the learner created."""
-
-    specs: list  # (key, shape, dtype) of each array of a slot
-    name: str  # the shared memory's name
-    slots: int = 1
-
-    def attach(self) -> FragmentSlots:
-        return FragmentSlots([ArraySpec(*s) for s in self.specs], self.slots, shm_name=self.name)
-
-
 def worker_seed(base_seed: int, worker_id: int, generation: int, version: int) -> int:
     """Distinct, reproducible game seeds per worker, per replacement and per resume point."""
     return int(np.random.SeedSequence([base_seed, worker_id, generation, version]).generate_state(1)[0])
@@ -117,7 +107,12 @@ class FragmentStats:
 
 
 class RolloutWorker:
-    """One batch of games plus a copy of the policy; ``fill(views)`` writes one fragment."""
+    """One batch of games plus a copy of the policy; ``fill(views)`` writes one fragment.
+
+    With ``latest`` (``train.acting = "server"``) the latest network acts in the inference server instead
+    (runtime/inference.py) and the worker holds no copy of it: it still reads the version, the schedule values
+    and the opponent pool from the parameter store between fragments, and still runs past versions and scripted
+    bots itself."""
 
     def __init__(
         self,
@@ -128,6 +123,7 @@ class RolloutWorker:
         *,
         run_dir: Path | None = None,
         worker_id: int = 0,
+        latest: InferenceClient | None = None,
     ):
         self.recipe = recipe
         self.params = params
@@ -143,18 +139,26 @@ class RolloutWorker:
             self.env.set_change(self.change, self.change_fraction)
         objectives = recipe.model.aux_objectives
         self.objectives = ObjectiveTracker(self.env, objectives) if objectives else None
-        torch.manual_seed(seed)
-        self.net = PolicyNet(schema, recipe.model, self.team_size, obs_clip=recipe.train.obs_clip)
-        self.net.eval()
-        self.actor = TracedActor(self.net)  # the same act, replayed from a recorded graph (model/traced.py)
+        torch.manual_seed(seed)  # past versions sample from it (and, acting here, the latest)
+        self.remote = latest
+        self.net: PolicyNet | None = None
+        self.actor: TracedActor | InferenceClient
+        if latest is None:
+            self.net = PolicyNet(schema, recipe.model, self.team_size, obs_clip=recipe.train.obs_clip)
+            self.net.eval()
+            self.actor = TracedActor(self.net)  # the same act, replayed from a recorded graph (model/traced.py)
+        else:
+            self.actor = latest
         self.version = -1
+        self.oldest_acted = -1  # the oldest version the latest network acted with in the current fragment
         self.team_spirit = recipe.reward.team_spirit.start
         self.pool: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.int64), np.zeros(0))
         self.raw_obs, self.joined_midway = stagger_game_starts(
             self.env, self.env.reset(), recipe.train.game_phases, np.random.default_rng([seed, 1])
         )  # raw_obs [G, 2k, ...]: what the scripted bots read
         self.obs = self._flat(self.raw_obs)
-        self.state = self.net.initial_state(self.agents)
+        lstm = recipe.model.lstm_size
+        self.state = (torch.zeros(1, self.agents, lstm), torch.zeros(1, self.agents, lstm))
         self.first = torch.ones(self.agents, dtype=torch.bool)
         self.opponents = OpponentSet(recipe, schema, run_dir, self.games, np.random.default_rng(seed))
         self.needs_opponent = np.ones(self.games, dtype=bool)  # games about to start
@@ -168,6 +172,8 @@ class RolloutWorker:
         """Drop the replays of games still being recorded (their partial files), when the worker stops."""
         if self.replays is not None:
             self.replays.close()
+        if self.remote is not None:
+            self.remote.close()
 
     def refresh_params(self) -> None:
         if self.params.version != self.version:
@@ -182,6 +188,9 @@ class RolloutWorker:
     @torch.no_grad()
     def fill(self, views: dict[str, np.ndarray], ctrl_row: np.ndarray | None = None) -> FragmentStats:
         self.refresh_params()
+        # Acting here, the version just read acts throughout. In the server, each answer's: no older than this
+        # one (the server reads the store after this did), so the control row's version stays a lower bound.
+        self.oldest_acted = self.version if self.remote is None else NO_ANSWER
         if ctrl_row is not None:
             ctrl_row[CTRL_VERSION] = self.version
         T = views["reward"].shape[0]
@@ -261,7 +270,8 @@ class RolloutWorker:
         views["last_networth_rank"][...] = tail.aux["networth_rank"].numpy()
         if self.objectives is not None:
             views["last_objectives"][...] = tail.aux["objectives"].numpy()
-        views["header"][:] = (self.version, self.worker_id, 0, 1)
+        # The oldest version that acted (conservative staleness): the learner measures staleness from it.
+        views["header"][:] = (self.oldest_acted, self.worker_id, 0, 1)
         if ctrl_row is not None:
             ctrl_row[CTRL_SIM_S] += t_sim
             ctrl_row[CTRL_INFER_S] += t_infer
@@ -273,6 +283,10 @@ class RolloutWorker:
         state kept; no one reads either). The more games against bots and past versions, the fewer rows each
         ``act`` computes."""
         rows = np.flatnonzero(trained)
+        if self.remote is not None:
+            out = self.remote.act_on_rows(obs, self.state, self.first, rows=rows, with_aux=with_aux)
+            self.oldest_acted = min(self.oldest_acted, self.remote.version)
+            return out
         if rows.size == self.agents:
             return self.actor.act(obs, self.state, self.first, with_aux=with_aux)
         return act_on_rows(
@@ -333,11 +347,12 @@ def start_rollout_worker(
     *,
     run_dir: Path | None,
     worker_id: int,
+    latest: InferenceClient | None = None,
 ) -> RolloutWorker:
     """What every transport runs before its first fragment (a worker process, a Ray actor): compile or load the
-    game's kernels, then build the games and the policy."""
+    game's kernels, then build the games and the policy (``latest``: the inference server's client instead)."""
     warm_up_game(recipe, schema)
-    return RolloutWorker(recipe, schema, params, seed, run_dir=run_dir, worker_id=worker_id)
+    return RolloutWorker(recipe, schema, params, seed, run_dir=run_dir, worker_id=worker_id, latest=latest)
 
 
 def outcome_of(winner: np.ndarray, done: np.ndarray, team_size: int) -> np.ndarray:
@@ -362,13 +377,16 @@ def worker_main(
     free_conn,
     full_conn,
     run_dir: str | None = None,
+    inference: SharedBlock | None = None,
+    infer_conn=None,
 ) -> None:
     """Entry point of a rollout worker process (``generation``: how many workers this one replaces).
 
     ``slots`` (the fragment slots), ``params`` (the parameter store) and ``ctrl`` (``control_specs``) are shared
     memory the learner created. Slot numbers arrive on ``free_conn`` and go back on ``full_conn``: pipes of this
     worker alone, so a worker killed at any moment can leave nothing locked that another process waits on (a
-    shared ``mp.Queue`` would: its reader holds a cross-process lock while it blocks)."""
+    shared ``mp.Queue`` would: its reader holds a cross-process lock while it blocks). With ``inference`` (the
+    request block) and ``infer_conn`` the latest network acts in the inference server (runtime/inference.py)."""
     signal.signal(
         signal.SIGINT, signal.SIG_IGN
     )  # the learner decides when to stop (Ctrl-C writes a checkpoint)
@@ -391,9 +409,16 @@ def worker_main(
         if os.getppid() != learner:
             return  # the learner died before its first publish: nothing will ever come
         time.sleep(0.01)
+    latest = InferenceClient(inference, worker_id, infer_conn) if inference is not None else None
     # compile or load the game's kernels before the heartbeat clock starts
     worker = start_rollout_worker(
-        recipe, schema, param_store, seed, run_dir=Path(run_dir) if run_dir else None, worker_id=worker_id
+        recipe,
+        schema,
+        param_store,
+        seed,
+        run_dir=Path(run_dir) if run_dir else None,
+        worker_id=worker_id,
+        latest=latest,
     )
     views = None
     row[CTRL_HEARTBEAT] = time.time()
@@ -412,7 +437,7 @@ def worker_main(
             control["slot_state"][slot] = SLOT_FULL
             full_conn.send_bytes(encode_slot(slot))
     except (EOFError, BrokenPipeError):
-        pass  # the learner has gone
+        pass  # the learner has gone (or the inference server: the learner replaces it, and this worker)
     finally:
         worker.close()
         del worker, views, row, control, stop
