@@ -210,7 +210,7 @@ def test_acting_auto_and_bad_combinations(tiny_recipe, tmp_path):
     assert not (tmp_path / "r").exists()
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.gpu
 def test_server_on_cuda_matches_the_cpu_network(tiny_recipe):
     recipe, schema, net, params, options = server_setup(tiny_recipe, "train.acting_wait_ms=5000")
     server = InferenceProcess(dataclasses.replace(options, device="cuda"))
