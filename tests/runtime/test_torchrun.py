@@ -52,6 +52,18 @@ def first_iteration_samples(run: Path) -> int:
     return MetricsLog(run / "metrics").read().column("samples").to_pylist()[0]
 
 
+def assert_two_learners_trained(rank0: subprocess.Popen, rank1: subprocess.Popen, run: Path, elsewhere: Path):
+    """Both ranks ended well, rank 1 with rank 0 and without writing its own paths, and every iteration's batch
+    was two learners'."""
+    _, err0 = rank0.communicate(timeout=240)
+    _, err1 = rank1.communicate(timeout=60)
+    assert rank0.returncode == 0, err0
+    assert rank1.returncode == 0, err1
+    assert "learner rank 1 of 2: stopped with rank 0" in err1
+    assert not elsewhere.exists()
+    assert first_iteration_samples(run) == 2 * SAMPLES_PER_LEARNER
+
+
 def test_rank_1_learns_beside_rank_0_without_its_files(tiny_recipe, tmp_path):
     run = tmp_path / "run"
     port = free_loopback_port()
@@ -60,13 +72,7 @@ def test_rank_1_learns_beside_rank_0_without_its_files(tiny_recipe, tmp_path):
     elsewhere = tmp_path / "other-machine"
     rank1 = start_rank(1, port, str(elsewhere / "tiny.toml"), "--run", str(elsewhere / "run"))
     rank0 = start_rank(0, port, str(tiny_recipe), "--run", str(run), "--max-samples", "300", "--json")
-    out0, err0 = rank0.communicate(timeout=240)
-    out1, err1 = rank1.communicate(timeout=60)
-    assert rank0.returncode == 0, err0
-    assert rank1.returncode == 0, err1
-    assert "learner rank 1 of 2: stopped with rank 0" in err1
-    assert not elsewhere.exists()
-    assert first_iteration_samples(run) == 2 * SAMPLES_PER_LEARNER  # each iteration's batch is two learners'
+    assert_two_learners_trained(rank0, rank1, run, elsewhere)
 
 
 def test_rank_1_exits_when_rank_0_is_killed(tiny_recipe, tmp_path):
@@ -108,13 +114,7 @@ def test_torchrun_two_nodes_on_one_machine(tiny_recipe, tmp_path):
     elsewhere = tmp_path / "node1"
     node1 = node(1, elsewhere / "tiny.toml", elsewhere / "run")
     node0 = node(0, tiny_recipe, run, "--max-samples", "300")
-    _, err0 = node0.communicate(timeout=240)
-    _, err1 = node1.communicate(timeout=60)
-    assert node0.returncode == 0, err0
-    assert node1.returncode == 0, err1
-    assert "learner rank 1 of 2: stopped with rank 0" in err1
-    assert not elsewhere.exists()
-    assert first_iteration_samples(run) == 2 * SAMPLES_PER_LEARNER
+    assert_two_learners_trained(node0, node1, run, elsewhere)
 
 
 # ---- the environment, checked before anything starts -----------------------------------------------------------
