@@ -6,6 +6,8 @@
 - After each rollout game against past opponent i: if the current agent won, q_i <- q_i - eta / (N p_i)
   (paper: eta = 0.01); if it lost or drew, nothing changes. Dividing by p_i makes the expected update the same for
   every opponent however often it is sampled, so an opponent's quality falls only with its rate of defeats.
+  The games of one batch of results are weighted by the p they were drawn from, the pool's p when the batch
+  arrives, not by a p recomputed after each win (see :meth:`OpponentPool.record_results`).
 
 The learner publishes the versions and their p_i with every parameter version; rollout workers draw each game's
 opponent from them when the game starts (``fivectl.runtime.opponents.OpponentSet.assign``, the one place opponents
@@ -92,34 +94,39 @@ class OpponentPool:
 
     # -- learning from results ----------------------------------------------------------------------
     def record_result(self, opponent_version: int, agent_won: bool) -> None:
-        """A finished game of the current agent against ``opponent_version``.
-
-        Games against the latest parameters change nothing. A win against past opponent i applies
-        q_i <- q_i - eta / (N p_i) with the current N and p_i; a loss or draw only counts for the win rate.
-        An opponent dropped from the pool while its game ran counts for the win rate but has no q to update.
-        """
-        if opponent_version == LATEST:
-            return
-        won = bool(agent_won)
-        self._past_games += 1
-        self._past_wins += int(won)
-        self._recent.append(int(won))
-        if not won or int(opponent_version) not in self._versions:
-            return
-        i = self._versions.index(int(opponent_version))
-        p_i = float(self.probabilities()[i])
-        self._q[i] -= self.cfg.eta / (len(self._versions) * p_i)
+        """A finished game of the current agent against ``opponent_version`` (:meth:`record_results` of one)."""
+        self.record_results([opponent_version], [agent_won])
 
     def record_results(
         self, opponent_versions: Sequence[int] | np.ndarray, agent_won: Sequence[bool] | np.ndarray
     ) -> None:
-        """Several finished games, applied in order (each win changes p for the next)."""
+        """Finished games of the current agent against ``opponent_versions``, in order.
+
+        Games against the latest parameters change nothing. A win against past opponent i applies
+        q_i <- q_i - eta / (N p_i), with N and p as they were when this batch arrived: the distribution its games'
+        opponents were drawn from (up to the few versions the workers' copy lags). Recomputing p after each win
+        fed back: the games of a round share a few past versions (``selfplay.past_versions_per_batch``), and a
+        run of wins against one rarely drawn version lowered its q by ever larger steps until p_i underflowed to
+        0 and the update divided by zero (a quickstart run failed so at 14.4M samples). A win against an
+        opponent whose p is 0 (q hundreds below the best; drawn from the workers' older copy) leaves its q.
+        A loss or draw only counts for the win rate, and so does an opponent dropped from the pool while its
+        game ran.
+        """
         opponents = np.asarray(opponent_versions).reshape(-1)
         won = np.asarray(agent_won, dtype=bool).reshape(-1)
         if opponents.shape != won.shape:
             raise BadInput(f"opponent pool: {opponents.size} opponents but {won.size} results")
+        p = self.probabilities()
+        index = {version: i for i, version in enumerate(self._versions)}
         for version, w in zip(opponents.tolist(), won.tolist(), strict=True):
-            self.record_result(version, w)
+            if version == LATEST:
+                continue
+            self._past_games += 1
+            self._past_wins += int(w)
+            self._recent.append(int(w))
+            i = index.get(int(version))
+            if w and i is not None and p[i] > 0.0:
+                self._q[i] -= self.cfg.eta / (len(self._versions) * float(p[i]))
 
     # -- metrics ------------------------------------------------------------------------------------
     def metrics(self) -> dict[str, float]:

@@ -134,16 +134,39 @@ def test_beaten_opponents_lose_probability_to_unbeaten_ones():
     assert p.argmax() == strong and p[strong] > 0.5
 
 
-def test_record_results_matches_sequential_calls():
-    a, b = filled_pool(4), filled_pool(4)
-    opponents = np.array([0, 1, LATEST, 1, 3, 2])
-    won = np.array([True, True, True, False, True, True])
-    a.record_results(opponents, won)
-    for o, w in zip(opponents, won, strict=True):
-        b.record_result(int(o), bool(w))
-    assert a.state_dict() == b.state_dict()
+def test_record_results_weights_every_win_by_the_p_the_batch_arrived_with():
+    pool = filled_pool(4, eta=0.01)
+    pool._q = [0.0, 0.5, -0.5, 0.0]
+    p, q = pool.probabilities(), pool.q
+    opponents = np.array([0, 1, LATEST, 1, 3, 2, 1])
+    won = np.array([True, True, True, False, True, True, True])
+    pool.record_results(opponents, won)
+    step = 0.01 / (4 * p)
+    np.testing.assert_allclose(pool.q, q - step * [1, 2, 1, 1], rtol=0, atol=1e-15)
+    assert pool.metrics()["pool_past_games"] == 6
     with pytest.raises(BadInput):
-        a.record_results([0, 1], [True])
+        pool.record_results([0, 1], [True])
+
+
+def test_a_run_of_wins_against_a_rarely_drawn_version_stays_finite():
+    # A round's games share a few past versions: a batch can hold dozens of wins against one version whose p is
+    # small. Recomputing p after each win lowered q by ever larger steps until p underflowed to 0 and the next
+    # update divided by zero (a quickstart run with 459 versions in its pool failed so).
+    pool = filled_pool(459, eta=0.01)
+    pool._q[7] = -8.0
+    pool.record_results([7] * 64, [True] * 64)
+    p = pool.probabilities()
+    assert np.isfinite(pool.q).all() and np.isfinite(p).all()
+    assert math.isclose(p.sum(), 1.0)
+    assert pool.q[7] < -8.0
+
+
+def test_a_win_against_a_version_whose_p_underflowed_leaves_its_q():
+    pool = filled_pool(3, eta=0.01)
+    pool._q = [0.0, -1e4, 0.0]  # exp(-1e4) is 0: drawn only from a worker's older copy of p
+    pool.record_results([1, 1], [True, True])
+    assert pool.q[1] == -1e4
+    assert pool.metrics()["pool_past_win_rate"] == 1.0
 
 
 def test_max_pool_drops_oldest():
