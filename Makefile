@@ -32,7 +32,7 @@ RUN ?= runs/quickstart
 # Starts the quickstart run, or resumes it when it already exists (Ctrl-C writes a checkpoint and stops).
 # The game's numba kernels are compiled first, two at a time (see test).
 train: $(STAMP)
-	$(BIN)/python -m fivectl.runtime.warmup
+	$(BIN)/python -m fivectl.sim.warmup
 	@if [ -f $(RUN)/run.json ]; then \
 		$(BIN)/fivectl train --run $(RUN) --resume $(TRAIN_ARGS); \
 	else \
@@ -45,7 +45,7 @@ lint: $(STAMP)
 # The game's numba kernels compiled into the cache first, two at a time (a cold cache: about 100 s instead of 190 s
 # inside the first test that plays a game; a warm one: a few seconds).
 test: $(STAMP) lint
-	$(BIN)/python -m fivectl.runtime.warmup
+	$(BIN)/python -m fivectl.sim.warmup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # -m slow replaces the "not slow" filter that pyproject.toml's addopts sets.

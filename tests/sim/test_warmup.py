@@ -9,10 +9,10 @@ from importlib import import_module
 import numpy as np
 
 from fivectl.config.game import GameConfig
-from fivectl.runtime.warmup import KERNELS, SHARES, argument_types, play_kernel_calls
 from fivectl.schema.spec import load_schema
 from fivectl.sim.bots import BotMemory, bot_actions
 from fivectl.sim.env import MobaEnv
+from fivectl.sim.warmup import KERNELS, SHARES, argument_types, play_kernel_calls
 
 
 def dispatcher(name: str):
@@ -47,7 +47,7 @@ def test_the_shares_cover_every_kernel_once():
 
 def test_an_unknown_kernel_is_a_one_line_error():
     proc = subprocess.run(
-        [sys.executable, "-m", "fivectl.runtime.warmup", "no_such_kernel"], capture_output=True, text=True
+        [sys.executable, "-m", "fivectl.sim.warmup", "no_such_kernel"], capture_output=True, text=True
     )
     assert proc.returncode != 0
     assert "unknown kernels ['no_such_kernel']" in proc.stderr

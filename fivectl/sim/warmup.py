@@ -8,8 +8,8 @@ asked to act with every kernel call replaced by a compile for the call's argumen
 would compile for), skipping the kernels another process owns. The cache then holds what a game needs, in the time
 of the largest share.
 
-    python -m fivectl.runtime.warmup            # every kernel, two processes
-    python -m fivectl.runtime.warmup step_all   # one process's share
+    python -m fivectl.sim.warmup            # every kernel, two processes
+    python -m fivectl.sim.warmup step_all   # one process's share
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def compile_kernels(kernels: Iterable[str]) -> None:
 def warm_cache(shares: tuple[tuple[str, ...], ...] = SHARES) -> None:
     """Compile every share in its own process, all at once; returns when all are done. A process that fails
     leaves its kernels to be compiled on first use, as without this (the error goes to stderr)."""
-    procs = [subprocess.Popen([sys.executable, "-m", "fivectl.runtime.warmup", *share]) for share in shares]
+    procs = [subprocess.Popen([sys.executable, "-m", "fivectl.sim.warmup", *share]) for share in shares]
     for proc in procs:
         proc.wait()
 
@@ -106,7 +106,7 @@ def main(argv: list[str]) -> None:
         try:
             compile_kernels(argv)
         except ValueError as err:
-            sys.exit(f"fivectl.runtime.warmup: {err}")
+            sys.exit(f"fivectl.sim.warmup: {err}")
     else:
         warm_cache()
 
