@@ -105,8 +105,9 @@ def main(argv: list[str]) -> None:
     if argv:
         try:
             compile_kernels(argv)
-        except ValueError as err:
-            sys.exit(f"fivectl.sim.warmup: {err}")
+        except ValueError as err:  # bad usage: one line and exit 2, as fivectl's commands do
+            print(f"fivectl.sim.warmup: {err}", file=sys.stderr)
+            sys.exit(2)
     else:
         warm_cache()
 

@@ -49,6 +49,6 @@ def test_an_unknown_kernel_is_a_one_line_error():
     proc = subprocess.run(
         [sys.executable, "-m", "fivectl.sim.warmup", "no_such_kernel"], capture_output=True, text=True
     )
-    assert proc.returncode != 0
+    assert proc.returncode == 2
     assert "unknown kernels ['no_such_kernel']" in proc.stderr
     assert "Traceback" not in proc.stderr
