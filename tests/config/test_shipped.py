@@ -72,3 +72,9 @@ def test_package_data_ships_every_recipe_and_schema_file():
     }
     assert data_files and data_files <= shipped, sorted(str(p) for p in data_files - shipped)
     assert set(shipped_recipe_paths().values()) <= shipped
+
+
+def test_the_quick_5v5_recipe_has_the_quickstarts_network_so_init_from_carries_it_over():
+    """README: ``fivectl train five-v-five-quick --init-from QUICKSTART_RUN`` loads every parameter but the
+    team-sized head, which needs the same [model] (a narrower encoder in one of them fails with exit 2)."""
+    assert load_recipe("five-v-five-quick").model == load_recipe("quickstart").model
