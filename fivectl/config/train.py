@@ -75,7 +75,12 @@ class TrainConfig:
     batch_windows: int = param(
         64, "16-step windows per gradient step (batch = batch_windows * bptt samples).", ge=1
     )
-    publish_every: int = param(4, "Gradient steps between published parameter versions (paper: 32).", ge=1)
+    publish_every: int = param(
+        4,
+        "Gradient steps between published parameter versions (paper: 32). A version goes out between iterations, "
+        "after the one that brings the steps since the last version to publish_every: at most one per iteration.",
+        ge=1,
+    )
     learning_rate: Schedule = param(factory=lambda: Schedule.constant(3e-4), doc="Adam learning rate.", ge=0)
     entropy_coef: Schedule = param(
         factory=lambda: Schedule.constant(0.01), doc="Entropy bonus (paper: 0.01).", ge=0
