@@ -93,10 +93,13 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
+    from fivectl.errors import BadInput
     from fivectl.evaluate.run_eval import MatchPlayer
     from fivectl.store.checkpoint import CheckpointStore
     from fivectl.store.rundir import RunDir
 
+    if args.out is not None and (args.out / "run.json").exists():
+        raise BadInput(f"{args.out}: already a run directory; --out must be a new one (RUN is never written)")
     run = RunDir.open(args.run)
     samples = samples_by_version(run)
     kept = CheckpointStore(run.checkpoints_path).versions()
@@ -129,4 +132,10 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from fivectl.errors import FivectlError
+
+    try:
+        main()
+    except FivectlError as e:  # bad input or a failed run: one line and its exit code, as the CLI does
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(e.exit_code)
