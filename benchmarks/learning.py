@@ -6,8 +6,9 @@
         --init-from QUICKSTART_RUN@latest     # a curriculum: 5v5 from a trained 1v1 network
 
 Reports the latest version's win rate against ``random``, ``bot:easy`` and ``bot:medium`` (200 games each by
-default, with Wilson 95% intervals) and its TrueSkill, plus a learning curve: win rate against bot:easy and
-TrueSkill of checkpoints spread over the run, against wall-clock training time.
+default, with Wilson 95% intervals; with a recipe that keeps a weight average, the average's, and the trained
+weights' against the bots as ``versus_trained``) and its TrueSkill, plus a learning curve: win rate against
+bot:easy and TrueSkill of checkpoints spread over the run, against wall-clock training time.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def curve_versions(versions: list[int], points: int) -> list[int]:
 
 
 FINAL_OPPONENTS = ("random", "bot:easy", "bot:medium")
+TRAINED_OPPONENTS = ("bot:easy", "bot:medium")  # the trained weights' games, when the run keeps an average
 
 
 def versus(result: dict) -> dict:
@@ -73,12 +75,15 @@ def evaluate(run_dir: Path, latest: int, chosen: list[int], args) -> tuple[list,
     from fivectl.store.rundir import RunDir
 
     spec = f"{run_dir}@{latest}"
+    game = RunDir.open(run_dir).load_recipe().game
     final_matches = [(spec, opponent, args.games, 12345) for opponent in FINAL_OPPONENTS]
+    if RunDir.open(run_dir).load_recipe().train.average_samples > 0:
+        # the checkpoint holds a weight average (what ``spec`` plays) and the trained weights: these too
+        final_matches += [(f"{spec}:trained", opponent, args.games, 12345) for opponent in TRAINED_OPPONENTS]
     curve_matches = [(f"{run_dir}@{v}", "bot:easy", args.curve_games, 777) for v in chosen]
     league_args = (str(run_dir), ",".join(map(str, chosen)), args.curve_games)
     stages: dict[str, float] = {}
     cpu_stages: dict[str, float] = {}
-    game = RunDir.open(run_dir).load_recipe().game
     player = MatchPlayer(game, workers=max(1, args.eval_workers - 1), batch=args.batch)
 
     def timed(name: str, matches: list) -> list[dict]:
@@ -214,7 +219,7 @@ def main() -> None:
         "train_seconds": round(train_seconds, 1),
         "samples": samples,
         "version": latest,
-        "versus": dict(zip(FINAL_OPPONENTS, final, strict=True)),
+        "versus": dict(zip(FINAL_OPPONENTS, final[: len(FINAL_OPPONENTS)], strict=True)),
         "eval_seconds": round(eval_seconds, 1),
         "eval_stage_seconds": {k: round(v, 1) for k, v in stages["wall"].items()},
         "eval_stage_cpu_seconds": {k: round(v, 1) for k, v in stages["cpu"].items()},
@@ -225,16 +230,20 @@ def main() -> None:
         },
         "curve": curve,
     }
+    if len(final) > len(FINAL_OPPONENTS):
+        out["versus_trained"] = dict(zip(TRAINED_OPPONENTS, final[len(FINAL_OPPONENTS) :], strict=True))
     if args.plot:
         plot_curve(curve, args.plot)
         out["plot"] = str(args.plot)
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        for name, v in out["versus"].items():
-            print(
-                f"vs {name}: {v['win_rate']:.3f} [{v['ci95'][0]:.3f}, {v['ci95'][1]:.3f}] over {v['games']} games"
-            )
+        for label, versus_of in (("", out["versus"]), ("trained weights ", out.get("versus_trained", {}))):
+            for name, v in versus_of.items():
+                print(
+                    f"{label}vs {name}: {v['win_rate']:.3f} [{v['ci95'][0]:.3f}, {v['ci95'][1]:.3f}] "
+                    f"over {v['games']} games"
+                )
         print(f"TrueSkill: {out['trueskill']}")
         print(f"evaluation: {out['eval_seconds']} s {out['eval_stage_seconds']}")
 

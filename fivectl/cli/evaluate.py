@@ -308,7 +308,7 @@ def pin(
     from fivectl.evaluate.policy_agent import split_spec
     from fivectl.evaluate.run_eval import pin_version
 
-    run_dir, version = split_spec(agent)
+    run_dir, version, _ = split_spec(agent)
     try:
         number = int(version.lstrip("v"))
     except ValueError:

@@ -110,6 +110,15 @@ class TrainConfig:
     grad_clip_sigmas: float = param(
         5.0, "Per-parameter gradient clip to +-k*sqrt(v) (paper: 5); 0 disables.", ge=0
     )
+    average_samples: float = param(
+        0.0,
+        "Horizon in samples of a moving average of the network's weights kept beside the trained ones (a weight "
+        "trained s samples ago counts as exp(-s/horizon)); 0 = none. It never feeds back into training, is saved "
+        "with each checkpoint (section model_average) and is what evaluation plays: RUN@V plays the average when "
+        "the checkpoint has one, RUN@V:trained the trained weights. A trained policy still wanders from one "
+        "checkpoint to the next; its average does less (benchmarks/RESULTS.md).",
+        ge=0,
+    )
     obs_clip: float = param(5.0, "Normalized observations are clipped to +-obs_clip (paper: 5).", gt=0)
     scale_rewards: bool = param(True, "Divide rewards by a running std of returns.")
     warmup_versions: int = param(
@@ -142,8 +151,9 @@ class TrainConfig:
     )
     slim_pool_checkpoints: bool = param(
         True,
-        "Past versions kept only for the opponent pool keep only their model section (what opponents load), "
-        "about 40% of a full checkpoint; the newest keep_last and the milestones stay whole.",
+        "Past versions kept only for the opponent pool keep only their model section (what opponents load) and "
+        "their weight average (what evaluation plays), about 40% of a full checkpoint without an average; the "
+        "newest keep_last and the milestones stay whole.",
     )
     rollout_save_every: int = param(50, "Keep one in this many fragments as Arrow rollouts; 0 = none.", ge=0)
     rollout_keep_gb: float = param(

@@ -47,10 +47,10 @@ def load_draft_model(spec: str) -> DraftModel:
     from fivectl.store.checkpoint import CheckpointStore
     from fivectl.store.rundir import RunDir
 
-    run_dir, version = split_spec(spec)
+    run_dir, version, weights = split_spec(spec)
     run = RunDir.open(run_dir)
     wanted = resolve_version(CheckpointStore(run.checkpoints_path), version, spec)
-    net, attrs, loaded = load_policy(run_dir, wanted)
+    net, attrs, loaded = load_policy(run_dir, wanted, weights)
     game = recipe_from_dict({"game": attrs["game_config"]}).game if "game_config" in attrs else GameConfig()
     game = replace(game, team_size=int(attrs["team_size"]))
     return DraftModel(spec, str(Path(run_dir)), int(loaded), net, net.schema, game)

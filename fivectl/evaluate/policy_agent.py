@@ -1,4 +1,10 @@
-"""Agents that play a trained checkpoint: specs ``RUN_DIR@latest`` and ``RUN_DIR@VERSION``."""
+"""Agents that play a trained checkpoint: specs ``RUN_DIR@latest`` and ``RUN_DIR@VERSION``.
+
+A checkpoint of a run whose recipe keeps a moving average of the weights (``train.average_samples``) holds two
+networks: the trained weights (``model``, what the run's workers and opponent pool play) and their average
+(``model_average``). A spec plays the average when the checkpoint has one; ``:trained`` or ``:average`` after
+the version chooses (``RUN_DIR@latest:trained``).
+"""
 
 from __future__ import annotations
 
@@ -15,15 +21,21 @@ from fivectl.model import PolicyNet
 from fivectl.runtime.recorder import objective_columns
 from fivectl.schema import ObsSchema
 from fivectl.sim import HOLD, OBJECTIVES
-from fivectl.store.checkpoint import CheckpointStore
+from fivectl.store.checkpoint import PLAYABLE_SECTIONS, CheckpointStore
 from fivectl.store.rundir import RunDir
 
+WEIGHTS = ("auto", "trained", "average")  # auto: the average when the checkpoint has one
 
-def split_spec(spec: str) -> tuple[Path, str]:
-    path, _, version = spec.rpartition("@")
+
+def split_spec(spec: str) -> tuple[Path, str, str]:
+    """``RUN_DIR@VERSION[:WEIGHTS]`` -> (run directory, version, weights)."""
+    path, _, rest = spec.rpartition("@")
+    version, colon, weights = rest.partition(":")
     if not path or not version:
         raise BadInput(f"agent {spec!r}: expected RUN_DIR@latest or RUN_DIR@VERSION")
-    return Path(path), version
+    if colon and weights not in WEIGHTS[1:]:
+        raise BadInput(f"agent {spec!r}: after the version, expected :trained or :average, got {':' + weights!r}")
+    return Path(path), version, weights or "auto"
 
 
 def resolve_version(store: CheckpointStore, version: str, spec: str) -> int | None:
@@ -44,17 +56,27 @@ def resolve_version(store: CheckpointStore, version: str, spec: str) -> int | No
     return number
 
 
-def load_policy(run_dir: Path, version: int | None) -> tuple[PolicyNet, dict[str, Any], int]:
+def load_policy(
+    run_dir: Path, version: int | None, weights: str = "auto"
+) -> tuple[PolicyNet, dict[str, Any], int]:
     """The network of checkpoint ``version`` of a run (None: the newest good one), with the checkpoint's own
-    schema and model config, and the version loaded. An explicit version that is corrupt is an error."""
+    schema and model config, and the version loaded. An explicit version that is corrupt is an error.
+    ``weights``: one of :data:`WEIGHTS`."""
     store = CheckpointStore(RunDir.open(run_dir).checkpoints_path)
-    ckpt = store.load(version, sections=("model",))
+    ckpt = store.load(version, sections=PLAYABLE_SECTIONS)
+    has_average = bool(ckpt.arrays.get("model_average"))
+    section = "model_average" if weights == "average" or (weights == "auto" and has_average) else "model"
+    if not ckpt.arrays.get(section):
+        raise BadInput(
+            f"{run_dir}: checkpoint v{ckpt.version} holds no weight average (its recipe has "
+            "train.average_samples = 0); play its trained weights with :trained or no suffix"
+        )
     attrs = ckpt.attrs
     schema = ObsSchema.from_json(attrs["schema"])
     model_cfg = recipe_from_dict({"model": attrs["model_config"]}).model
     assert isinstance(model_cfg, ModelConfig)
     net = PolicyNet(schema, model_cfg, int(attrs["team_size"]))
-    net.load_state_dict({k: torch.from_numpy(np.array(ckpt.arrays["model"][k])) for k in attrs["model_keys"]})
+    net.load_state_dict({k: torch.from_numpy(np.array(ckpt.arrays[section][k])) for k in attrs["model_keys"]})
     net.eval()
     return net, attrs, ckpt.version
 
@@ -67,11 +89,11 @@ class PolicyAgent:
     predictions: dict[str, np.ndarray] | None = None
 
     def __init__(self, spec: str, deterministic: bool = False):
-        run_dir, version = split_spec(spec)
+        run_dir, version, weights = split_spec(spec)
         run = RunDir.open(run_dir)
         wanted = resolve_version(CheckpointStore(run.checkpoints_path), version, spec)
         self.spec = spec
-        self.net, attrs, self.version = load_policy(run_dir, wanted)
+        self.net, attrs, self.version = load_policy(run_dir, wanted, weights)
         self.schema_version = int(attrs["schema_version"])
         self.team_size = int(attrs["team_size"])
         kept = run.load_recipe().anneal.kept
@@ -164,5 +186,5 @@ def is_checkpoint_spec(spec: str) -> bool:
 
 
 register_agent_kind(
-    "checkpoint", is_checkpoint_spec, PolicyAgent, examples=("RUN_DIR@latest", "RUN_DIR@VERSION")
+    "checkpoint", is_checkpoint_spec, PolicyAgent, examples=("RUN_DIR@latest", "RUN_DIR@VERSION", "RUN_DIR@VERSION:trained")
 )

@@ -110,6 +110,8 @@ class Checkpointing:
     def start_from(self, initial: InitialWeights) -> None:
         """Load ``--init-from``'s weights into the fresh network; version 0 (saved next) holds them."""
         initial.apply(self.state.model)
+        if self.state.average is not None:
+            self.state.average.reset(self.state.model)
         self.run.add_lineage(initial.lineage_entry())
         fresh = f" ({', '.join(initial.fresh)} fresh)" if initial.fresh else ""
         self.note(f"network from {initial.spec}, v{initial.version}{fresh}")

@@ -224,7 +224,9 @@ class Trainer:
         t_learn = time.perf_counter() - t_learn0
 
         fragments = taken.arrays
-        self.count_trained(fragments)
+        trained = self.count_trained(fragments)
+        if self.state.average is not None:
+            self.state.average.update(self.state.model, trained, self.counters.samples)
         self.counters.gradient_steps += self.steps_per_iteration
         publisher.after_steps(self.steps_per_iteration, source)
 
@@ -274,8 +276,8 @@ class Trainer:
             raise self.learners.failed(e) from e
         return learn
 
-    def count_trained(self, fragments: list[dict[str, Any]]) -> None:
-        """Counters, pool results and the anneal's ramp advance by the samples just trained on."""
+    def count_trained(self, fragments: list[dict[str, Any]]) -> int:
+        """Counters, pool results and the anneal's ramp advance by the samples just trained on (returned)."""
         counters = self.counters
         trained = int(sum(f["train"].sum() for f in fragments))
         counters.iteration += 1
@@ -284,6 +286,7 @@ class Trainer:
         for event in self.anneal.advance(counters.samples, counters.version):
             self.note(event)
         counters.samples_consumed += trained * self.train_cfg.epochs
+        return trained
 
 
 def train_run(opts: TrainOptions) -> dict[str, Any]:

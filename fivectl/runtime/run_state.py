@@ -1,8 +1,8 @@
 """The run's state and its checkpoints: what the learner saves every few versions and resume restores exactly.
 
-A checkpoint holds the model with its normalizers, the optimizer, the reward scalers, the counters, the opponent
-pool, the schedule positions (counters) and the RNG states, so iterations after a resume continue with no gap
-and no duplicate. Corrupt newest checkpoints are skipped with a warning and the newest good one is loaded.
+A checkpoint holds the model with its normalizers (and the moving average of its weights, when the recipe keeps
+one), the optimizer, the reward scalers, the counters, the opponent pool, the schedule positions (counters) and
+the RNG states, so iterations after a resume continue with no gap and no duplicate. Corrupt newest checkpoints are skipped with a warning and the newest good one is loaded.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from fivectl.config.loader import to_dict
 from fivectl.errors import SchemaMismatch
 from fivectl.model import PolicyNet
 from fivectl.rl.aux import aux_losses
+from fivectl.rl.averaging import WeightAverage
 from fivectl.rl.data_parallel import DataParallel
 from fivectl.rl.gae import gamma_from_horizon
 from fivectl.rl.learner import PPOLearner
@@ -69,6 +70,7 @@ class LearnerState:
     reward_scalers: list[RewardScaler]
     pool: OpponentPool
     counters: Counters
+    average: WeightAverage | None = None  # the moving average of the weights (train.average_samples > 0)
 
 
 def build_learner_state(
@@ -101,6 +103,7 @@ def build_learner_state(
         reward_scalers=[RewardScaler(agents_per_worker) for _ in range(max(reward_scalers, 1))],
         pool=OpponentPool(recipe.selfplay),
         counters=Counters(),
+        average=WeightAverage(model, train.average_samples) if train.average_samples > 0 else None,
     )
 
 
@@ -109,6 +112,11 @@ def apply_checkpoint(state: LearnerState, ckpt: Checkpoint) -> None:
     attrs = ckpt.attrs
     model = {k: torch.from_numpy(np.array(ckpt.arrays["model"][k])) for k in attrs["model_keys"]}
     state.model.load_state_dict(model)
+    if state.average is not None:
+        if "model_average" in ckpt.arrays:
+            state.average.load_arrays(ckpt.arrays["model_average"])
+        else:  # written before the recipe asked for an average: it starts here
+            state.average.reset(state.model)
     # a section without arrays (the optimizer before its first step) is not stored
     state.learner.load_state_dict(unflatten_state(ckpt.arrays.get("optimizer", {}), attrs["optimizer_meta"]))
     RunCheckpoints.restore_reward_scalers(
@@ -179,16 +187,15 @@ class RunCheckpoints:
         attrs["optimizer_meta"] = opt_meta
         attrs["reward_scaler_meta"] = scaler_meta
         attrs["model_keys"] = list(model_state)
-        self.store.save(
-            version,
-            {
-                "model": {k: v.detach().cpu().numpy() for k, v in model_state.items()},
-                "optimizer": opt_arrays,
-                "reward_scaler": scaler_arrays,
-                "rng": rng_arrays(),
-            },
-            attrs,
-        )
+        sections = {
+            "model": {k: v.detach().cpu().numpy() for k, v in model_state.items()},
+            "optimizer": opt_arrays,
+            "reward_scaler": scaler_arrays,
+            "rng": rng_arrays(),
+        }
+        if state.average is not None:
+            sections["model_average"] = state.average.arrays()
+        self.store.save(version, sections, attrs)
         # Past versions in the opponent pool stay: workers load them to play against.
         self.store.prune(
             self.train_cfg.keep_last, self.train_cfg.milestone_every, keep=[*state.pool.versions, *(in_use or [])]

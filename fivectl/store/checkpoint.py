@@ -21,7 +21,8 @@ staged files durable is ``store.fsync``.
 
 Past versions kept only so that opponents can play them are *slimmed* (``slim``): their manifest is rewritten
 without the optimizer and the other training sections, then those files go. A slimmed version still loads its
-``model``; a full load of it (a resume) is refused or, for the newest-good search, skipped.
+``model`` (and ``model_average``, the weights' moving average, when the run keeps one); a full load of it (a
+resume) is refused or, for the newest-good search, skipped.
 
 Packing matters for speed: a model plus its Adam moments is a few hundred small arrays, and zarr spends its time
 per array (metadata, a file, a task), not per byte. Groups written before packing (format 1, one zarr array per
@@ -56,6 +57,7 @@ POINTER_ATTR = "fivectl_latest"
 STAGING_DIR = ".staging"
 RESERVED_ATTR = "fivectl_checkpoint"
 PACK_PREFIX = "__pack"  # user names cannot start with "__", so packs never collide with them
+PLAYABLE_SECTIONS = ("model", "model_average")  # what playing a version reads: slimming keeps these
 _VERSION_RE = re.compile(r"^v(\d{8})$")
 _ZARR_CONFIG = {"write_empty_chunks": True}  # every chunk on disk, so a missing file is always an error
 
@@ -83,7 +85,7 @@ class CheckpointInfo:
     path: Path
     bytes: int
     milestone: bool
-    slim: bool = False  # only the model section is kept (an opponent-pool member, see ``slim``)
+    slim: bool = False  # only the playable sections are kept (an opponent-pool member, see ``slim``)
 
 
 def version_dirname(version: int) -> str:
@@ -339,7 +341,7 @@ class CheckpointStore:
             self._remove_dir(self._vdir(v))
         return doomed
 
-    def slim(self, version: int, keep_sections: Iterable[str] = ("model",)) -> bool:
+    def slim(self, version: int, keep_sections: Iterable[str] = PLAYABLE_SECTIONS) -> bool:
         """Drop every section of ``version`` but ``keep_sections``; returns whether files were removed.
 
         The manifest is rewritten first (one atomic replace of the group's ``zarr.json``), then the dropped
@@ -380,7 +382,7 @@ class CheckpointStore:
         return bool(leftovers)
 
     def slim_old(
-        self, keep_last: int, milestone_every: int = 0, keep_sections: Iterable[str] = ("model",)
+        self, keep_last: int, milestone_every: int = 0, keep_sections: Iterable[str] = PLAYABLE_SECTIONS
     ) -> list[int]:
         """Slim every version but the newest ``keep_last`` and the milestones (run after ``prune``, the versions
         left outside the window are the opponent pool's). Returns the versions slimmed by this call."""

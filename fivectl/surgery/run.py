@@ -31,7 +31,7 @@ from fivectl.config.loader import to_dict
 from fivectl.errors import BadInput
 from fivectl.schema.spec import ObsSchema
 from fivectl.store.atomic import fsync_dir
-from fivectl.store.checkpoint import Checkpoint, CheckpointStore
+from fivectl.store.checkpoint import PLAYABLE_SECTIONS, Checkpoint, CheckpointStore
 from fivectl.store.metrics import MetricsLog
 from fivectl.store.run_spec import resolve_version, split_run_spec
 from fivectl.store.rundir import RunDir
@@ -151,6 +151,9 @@ def convert_version(plan: Plan, ckpt: Checkpoint) -> tuple[dict, dict]:
     state = apply_model(plan, model_state(ckpt.arrays["model"], attrs))
     arrays = dict(ckpt.arrays)
     arrays["model"] = {k: v.numpy() for k, v in state.items()}
+    if arrays.get("model_average"):  # the weights' moving average is the same network: the same operation
+        average = apply_model(plan, model_state(arrays["model_average"], attrs))
+        arrays["model_average"] = {k: v.numpy() for k, v in average.items()}
     if "optimizer" in arrays:
         learner = apply_optimizer(
             plan, unflatten_state(arrays["optimizer"], attrs["optimizer_meta"]), attrs["model_keys"]
@@ -222,7 +225,7 @@ def operate(
             if v == parent.version:
                 ckpt = parent.checkpoint
             else:
-                ckpt = parent.store.load(v, sections=("model",) if info[v] else None)
+                ckpt = parent.store.load(v, sections=PLAYABLE_SECTIONS if info[v] else None)
             arrays, attrs = convert_version(plan, ckpt)
             del ckpt
             if v == parent.version:

@@ -154,3 +154,45 @@ def test_training_on_cuda_completes_and_resumes(tiny_recipe, tmp_path):
     table = MetricsLog(run / "metrics").read()
     assert table.column("iteration").to_pylist() == list(range(1, second["iterations"] + 1))
     assert np.isfinite(table.column("policy_loss").to_numpy()).all()
+
+
+def test_a_weight_average_is_checkpointed_played_by_evaluation_and_restored(tiny_recipe, tmp_path):
+    import torch
+
+    from fivectl.errors import BadInput
+    from fivectl.evaluate.policy_agent import load_policy
+    from fivectl.runtime.run_state import RunCheckpoints, build_learner_state
+    from fivectl.store.rundir import RunDir
+
+    run = tmp_path / "run"
+    args = ("--run", str(run), "--workers", "0", "--set", "train.average_samples=150")
+    assert train(str(tiny_recipe), *args, "--max-samples", "300").exit_code == 0
+    ckpt = CheckpointStore(run / "checkpoints.zarr").load()
+    average, model = ckpt.arrays["model_average"], ckpt.arrays["model"]
+    assert set(average) == set(model) == set(ckpt.attrs["model_keys"])
+    moved = [k for k in model if not np.array_equal(average[k], model[k])]
+    assert moved and all(".weight" in k or ".bias" in k for k in moved)  # statistics are copied, not averaged
+    # evaluation plays the average unless told otherwise
+    played = {w: load_policy(run, None, w)[0].state_dict() for w in ("auto", "average", "trained")}
+    assert all(np.array_equal(played["auto"][k].numpy(), average[k]) for k in average)
+    assert all(np.array_equal(played["trained"][k].numpy(), model[k]) for k in model)
+    # a resume restores it exactly
+    rundir = RunDir.open(run)
+    recipe = rundir.load_recipe()
+    schema = rundir.obs_schema(recipe.model.schema_version)
+    state = build_learner_state(recipe, schema, torch.device("cpu"), 1)
+    RunCheckpoints(rundir, recipe, schema, note=lambda _: None).restore(state)
+    assert all(np.array_equal(state.average.weights[k].numpy(), average[k]) for k in average)
+    again = train(*args, "--resume", "--max-samples", "500")
+    assert again.exit_code == 0, again.output
+    assert "model_average" in CheckpointStore(run / "checkpoints.zarr").load().arrays
+    # a run without one: the trained weights, and a clear error when the average is asked for
+    plain = tmp_path / "plain"
+    assert train(str(tiny_recipe), "--run", str(plain), "--workers", "0", "--max-samples", "100").exit_code == 0
+    assert "model_average" not in CheckpointStore(plain / "checkpoints.zarr").load().arrays
+    with pytest.raises(BadInput, match="no weight average"):
+        load_policy(plain, None, "average")
+    for spec, code in ((f"{run}@latest:trained", 0), (f"{plain}@latest:average", 2), (f"{run}@latest:best", 2)):
+        result = runner.invoke(app, ["evaluate", "match", spec, "random", "--games", "2", "--json"])
+        assert result.exit_code == code, result.output
+    assert "expected :trained or :average" in result.stderr and "Traceback" not in result.output

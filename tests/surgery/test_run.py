@@ -248,3 +248,29 @@ def test_verify_plays_fresh_games_when_the_parent_kept_no_rollouts(parent_run, t
     assert broken.exit_code == 1, broken.output
     found = json.loads(broken.stdout)
     assert found["ok"] is False and found["source"] == "fresh games" and found["max_abs_delta"]["value"] > 1e-3
+
+
+def test_the_weight_average_gets_the_same_surgery_in_every_version(tmp_path):
+    from surgery_helpers import TINY_RUN
+
+    recipe = tmp_path / "tiny.toml"
+    recipe.write_text(TINY_RUN)
+    parent = tmp_path / "parent"
+    trained = invoke(
+        "train", str(recipe), "--run", str(parent), "--workers", "0", "--max-samples", "300",
+        "--set", "train.average_samples=100", "--json",
+    )  # fmt: skip
+    assert trained.exit_code == 0, trained.output
+    out = tmp_path / "wide"
+    result = invoke("surgery", "widen", str(parent), "--lstm", "24", "--out", str(out), "--json")
+    assert result.exit_code == 0, result.output
+    store = CheckpointStore(out / "checkpoints.zarr")
+    assert any(i.slim for i in CheckpointStore(parent / "checkpoints.zarr").info())  # these keep their average
+    for v in store.versions():
+        child_average, attrs, _ = load_policy(out, v, "average")
+        parent_average, _, _ = load_policy(parent, v, "average")
+        child_trained, _, _ = load_policy(out, v, "trained")
+        assert attrs["model_config"]["lstm_size"] == 24 and child_average.lstm.hidden_size == 24
+        assert same_function(parent_average, child_average, seed=v) <= 1e-5
+        if v > 0:
+            assert same_function(child_trained, child_average, seed=v) > 1e-5
