@@ -75,16 +75,16 @@ def evaluate(run_dir: Path, latest: int, chosen: list[int], args) -> tuple[list,
     from fivectl.store.rundir import RunDir
 
     spec = f"{run_dir}@{latest}"
-    game = RunDir.open(run_dir).load_recipe().game
+    recipe = RunDir.open(run_dir).load_recipe()
     final_matches = [(spec, opponent, args.games, 12345) for opponent in FINAL_OPPONENTS]
-    if RunDir.open(run_dir).load_recipe().train.average_samples > 0:
+    if recipe.train.average_samples > 0:
         # the checkpoint holds a weight average (what ``spec`` plays) and the trained weights: these too
         final_matches += [(f"{spec}:trained", opponent, args.games, 12345) for opponent in TRAINED_OPPONENTS]
     curve_matches = [(f"{run_dir}@{v}", "bot:easy", args.curve_games, 777) for v in chosen]
     league_args = (str(run_dir), ",".join(map(str, chosen)), args.curve_games)
     stages: dict[str, float] = {}
     cpu_stages: dict[str, float] = {}
-    player = MatchPlayer(game, workers=max(1, args.eval_workers - 1), batch=args.batch)
+    player = MatchPlayer(recipe.game, workers=max(1, args.eval_workers - 1), batch=args.batch)
 
     def timed(name: str, matches: list) -> list[dict]:
         started, cpu = time.perf_counter(), time.process_time()

@@ -186,5 +186,8 @@ def is_checkpoint_spec(spec: str) -> bool:
 
 
 register_agent_kind(
-    "checkpoint", is_checkpoint_spec, PolicyAgent, examples=("RUN_DIR@latest", "RUN_DIR@VERSION", "RUN_DIR@VERSION:trained")
+    "checkpoint",
+    is_checkpoint_spec,
+    PolicyAgent,
+    examples=("RUN_DIR@latest", "RUN_DIR@VERSION", "RUN_DIR@VERSION:trained"),
 )
