@@ -1383,14 +1383,17 @@ def step_game(S, L, P, g, actions, act_kind, act_slot, amask, tmask, rew, invali
 @njit(cache=True, _nrt=False)
 def off_lane(S, L, g, h):
     """Hero h is away from its assigned lane (``lane_assign``; the only lane on a one-lane map): farther than
-    LANE_WIDTH from the lane's path and outside both bases (paper O.2, lane assignments)."""
+    LANE_WIDTH from the lane's path and outside the enemy base (paper O.2, lane assignments). The enemy base is
+    spared so that pushing its buildings costs nothing; the own base is not, since sparing it taught heroes to
+    wait there against the bots (benchmarks/RESULTS.md, 5v5 run 2). The walk from the fountain to a lane's start
+    is under 1,000 units, a few seconds after each spawn."""
     x = S.uf[g, ST.UF_X, h]
     y = S.uf[g, ST.UF_Y, h]
-    for t in range(2):
-        fx = x - D.FOUNTAIN_POS[t, 0]
-        fy = y - D.FOUNTAIN_POS[t, 1]
-        if fx * fx + fy * fy <= D.BASE_RADIUS * D.BASE_RADIUS:
-            return False
+    enemy = 1 - S.ui[g, ST.UI_TEAM, h]
+    fx = x - D.FOUNTAIN_POS[enemy, 0]
+    fy = y - D.FOUNTAIN_POS[enemy, 1]
+    if fx * fx + fy * fy <= D.BASE_RADIUS * D.BASE_RADIUS:
+        return False
     li = S.hi[g, ST.HI_LANE_ASSIGN, h] if L.n_lanes > 1 else 0
     for s in range(L.lane_pts.shape[1] - 1):
         ax = L.lane_pts[li, s, 0]

@@ -385,7 +385,7 @@ def test_restart_starts_new_games_only_where_asked(schema):
         env.restart(np.array([True]))
 
 
-def test_off_lane_component_counts_seconds_away_from_the_assigned_lane_outside_the_bases(schema):
+def test_off_lane_component_counts_seconds_away_from_the_assigned_lane_outside_the_enemy_base(schema):
     env = make_env(schema, team_size=2, lanes=3)
     assigned = env.state.lane_assign[0].copy()
     lanes = ("top", "mid", "bot")
@@ -394,12 +394,17 @@ def test_off_lane_component_counts_seconds_away_from_the_assigned_lane_outside_t
     place(env, 0, *on_lane)  # on its own lane
     place(env, 1, *other)  # on another lane
     place(env, 2, 6000, 9500)  # in the jungle, far from every lane
-    place(env, 3, *D.FOUNTAIN_POS[1])  # at home
+    place(env, 3, *D.FOUNTAIN_POS[1])  # at home: waiting in the own base is off the lane too
     env.observe()
     _, rew, _, _ = env.step(noop(env))
     off = rew[0, :, COMPONENT_INDEX["off_lane"]]
     step_s = env.cfg.frameskip / env.cfg.fps
-    assert off.tolist() == pytest.approx([0.0, step_s, step_s, 0.0])
+    assert off.tolist() == pytest.approx([0.0, step_s, step_s, step_s])
     env.state.alive[0, 2] = 0  # the dead are nowhere
+    env.state.respawn_t[0, 2] = 100.0  # ticks: still dead after this step
+    place(env, 1, *D.FOUNTAIN_POS[1])  # in the enemy base: pushing its buildings is free
+    env.observe()
     _, rew, _, _ = env.step(noop(env))
+    assert rew[0, 1, COMPONENT_INDEX["off_lane"]] == 0.0
     assert rew[0, 2, COMPONENT_INDEX["off_lane"]] == 0.0
+    assert rew[0, 3, COMPONENT_INDEX["off_lane"]] == pytest.approx(step_s)
