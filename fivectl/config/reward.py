@@ -31,8 +31,9 @@ class RewardConfig:
     off_lane: float = param(
         0.0,
         "Solo reward per game second a living hero spends off its assigned lane (observed as self.lane_assign) and "
-        "outside the bases; negative to keep heroes on their lanes early in training (paper O.2). 0: off. The bases are "
-        "spared, so a policy can dodge it by staying home (one 5v5 run did against the bots: benchmarks/RESULTS.md).",
+        "outside the enemy base; negative to keep heroes on their lanes early in training (paper O.2). 0: off. The own "
+        "base counts as off the lane, so waiting at home is no way around it. In 5v5, -0.02 did not spread the heroes "
+        "and -0.1 did (benchmarks/RESULTS.md, 5v5 runs 10 and 11).",
         le=0,
     )
     zero_sum: bool = param(True, "Subtract the enemy team's mean reward from each hero's reward (paper G).")

@@ -539,8 +539,9 @@ FAST_WAVE_INTERVAL_S = 20.0  # the "fast-waves" change (changes.py)
 WAVE_MELEE, WAVE_RANGED = 3, 1
 CREEP_SLOTS_PER_LANE = 40
 XP_RANGE = 1300.0
-# A hero is on a lane within LANE_WIDTH of the lane's path, outside both bases (BASE_RADIUS around a fountain):
-# the lane assignment reward (paper O.2) and the team-play figures of evaluation (evaluate/teamplay.py).
+# A hero is on a lane within LANE_WIDTH of the lane's path, outside both bases (BASE_RADIUS around a fountain), for
+# the team-play figures of evaluation (evaluate/teamplay.py); the lane assignment reward (paper O.2, core.off_lane)
+# counts the own base as off the lane and spares only the enemy base.
 LANE_WIDTH = 900.0
 BASE_RADIUS = 2600.0
 PASSIVE_GOLD_PER_S = 1.5
