@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fivectl.config.fields import Schedule, param
@@ -28,12 +29,13 @@ class RewardConfig:
     tower_t3: float = param(4.5, "Team reward for a tier-3 tower.")
     tower_t4: float = param(2.25, "Team reward for a tier-4 (base) tower.")
     barracks: float = param(6.0, "Team reward for barracks.")
-    off_lane: float = param(
-        0.0,
-        "Solo reward per game second a living hero spends off its assigned lane (observed as self.lane_assign) and "
-        "outside the enemy base; negative to keep heroes on their lanes early in training (paper O.2). 0: off. The own "
-        "base counts as off the lane, so waiting at home is no way around it. In 5v5, -0.02 did not spread the heroes "
-        "and -0.1 did (benchmarks/RESULTS.md, 5v5 runs 10 and 11).",
+    off_lane: Schedule = param(
+        factory=lambda: Schedule.constant(0.0),
+        doc="Solo reward per game second a living hero spends off its assigned lane (observed as self.lane_assign) "
+        "and outside the enemy base; negative to keep heroes on their lanes early in training (paper O.2: the lane "
+        "assignment was an aid for the early game), a schedule to lift it later. 0: off. The own base counts as off "
+        "the lane, so waiting at home is no way around it. In 5v5, -0.02 did not spread the heroes and -0.1 did "
+        "(benchmarks/RESULTS.md, 5v5 runs 10 and 11).",
         le=0,
     )
     zero_sum: bool = param(True, "Subtract the enemy team's mean reward from each hero's reward (paper G).")
@@ -47,3 +49,9 @@ class RewardConfig:
         ge=0,
         le=1,
     )
+
+    def weights_in_order(self, names: Sequence[str], off_lane: float | None = None) -> list[float]:
+        """The weight of each component in ``names``: a scheduled weight (``off_lane``) at its value now, given by
+        the caller from the training progress, or at the start of its schedule when ``None``."""
+        now = {"off_lane": self.off_lane.start if off_lane is None else float(off_lane)}
+        return [now[name] if name in now else float(getattr(self, name)) for name in names]

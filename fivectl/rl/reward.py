@@ -27,9 +27,13 @@ from fivectl.sim import COMPONENT_INDEX, REWARD_COMPONENTS
 WIN = COMPONENT_INDEX["win"]
 
 
-def component_weights(weights: RewardConfig) -> np.ndarray:
-    """The recipe's weight of every component, in ``REWARD_COMPONENTS`` order: float32 ``[C]``."""
-    return np.array([getattr(weights, name) for name in REWARD_COMPONENTS], dtype=np.float32)
+def component_weights(weights: RewardConfig, off_lane: float | None = None) -> np.ndarray:
+    """The recipe's weight of every component, in ``REWARD_COMPONENTS`` order: float32 ``[C]``.
+
+    ``off_lane``: the lane penalty's schedule evaluated at the current point of training (the learner publishes
+    it with the parameters, as team spirit); ``None``: its value at the start.
+    """
+    return np.array(weights.weights_in_order(REWARD_COMPONENTS, off_lane), dtype=np.float32)
 
 
 def time_weight(game_time_s: np.ndarray, weights: RewardConfig) -> np.ndarray:
@@ -38,7 +42,9 @@ def time_weight(game_time_s: np.ndarray, weights: RewardConfig) -> np.ndarray:
     return np.power(weights.time_decay, exponent).astype(np.float32)
 
 
-def weighted_components(components: np.ndarray, weights: RewardConfig, game_time_s: np.ndarray) -> np.ndarray:
+def weighted_components(
+    components: np.ndarray, weights: RewardConfig, game_time_s: np.ndarray, off_lane: float | None = None
+) -> np.ndarray:
     """What each hero earned by component: w_c · x_c, time-weighted except win. ``[..., A, C]`` float32.
 
     Summing over the last axis gives ρ_i before zero sum and team spirit. Averaged over heroes this is the
@@ -51,7 +57,7 @@ def weighted_components(components: np.ndarray, weights: RewardConfig, game_time
     ]  # [..., 1, 1] broadcasts over agents and components
     scale = np.broadcast_to(decay, (*decay.shape[:-1], len(REWARD_COMPONENTS))).copy()
     scale[..., WIN] = 1.0  # the win/loss reward is not time-weighted (paper G)
-    return components * component_weights(weights) * scale
+    return components * component_weights(weights, off_lane) * scale
 
 
 def zero_sum(rho: np.ndarray, team_size: int) -> np.ndarray:
@@ -77,9 +83,10 @@ def shaped_components(
     game_time_s: np.ndarray,
     team_size: int,
     team_spirit: float,
+    off_lane: float | None = None,
 ) -> np.ndarray:
     """The final reward split by component: ``[..., A, C]`` float32 whose sum over C is :func:`shape_rewards`."""
-    earned = weighted_components(components, weights, game_time_s)
+    earned = weighted_components(components, weights, game_time_s, off_lane)
     return _shape_agents(earned, weights, team_size, team_spirit, agent_axis_from_end=2)
 
 
@@ -89,13 +96,15 @@ def shape_rewards(
     game_time_s: np.ndarray,
     team_size: int,
     team_spirit: float,
+    off_lane: float | None = None,
 ) -> np.ndarray:
     """The reward each hero is trained on: ``components`` ``[..., A, C]`` -> float32 ``[..., A]``.
 
     ``game_time_s`` ``[...]`` is the game time (seconds) at which the components were earned; ``team_spirit`` is
-    τ at the current point of training (the recipe's schedule evaluated by the caller).
+    τ and ``off_lane`` the lane penalty at the current point of training (the recipe's schedules evaluated by the
+    caller; ``off_lane`` ``None``: its start).
     """
-    rho = weighted_components(components, weights, game_time_s).sum(axis=-1)
+    rho = weighted_components(components, weights, game_time_s, off_lane).sum(axis=-1)
     return _shape_agents(rho, weights, team_size, team_spirit, agent_axis_from_end=1)
 
 

@@ -1,5 +1,6 @@
 """The recipe's schedules evaluated at a point of training (paper C, Table 2: learning rate, entropy
-coefficient, team spirit and GAE horizon change over the run; Rerun anneals them in steps).
+coefficient, team spirit and GAE horizon change over the run; Rerun anneals them in steps). The lane penalty
+(paper O.2, an aid of the early game) and the share of games against bots may change too.
 
 A :class:`fivectl.config.fields.Schedule` counts either ``samples`` (agent-steps consumed by the learner) or
 ``versions`` (published parameter versions); :class:`Progress` carries both so each schedule reads its own unit.
@@ -29,6 +30,7 @@ class Hyperparameters:
     horizon_s: float
     gamma: float
     bot_fraction: float = 0.0
+    off_lane: float = 0.0
 
 
 def schedule_value(schedule: Schedule, progress: Progress) -> float:
@@ -60,4 +62,5 @@ def hyperparameters_at(recipe: Recipe, progress: Progress, warmup_end_version: i
         horizon_s=horizon_s,
         gamma=gamma_from_horizon(horizon_s, step_seconds(recipe)),
         bot_fraction=schedule_value(recipe.selfplay.bot_fraction, progress),
+        off_lane=schedule_value(recipe.reward.off_lane, progress),
     )

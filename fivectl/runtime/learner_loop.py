@@ -244,6 +244,7 @@ class Trainer:
             rating=self.evaluations.latest_rating(),
             pool_metrics=self.state.pool.metrics(),
             reward_cfg=self.recipe.reward,
+            off_lane=hp.off_lane,
         )
         row.update(self.anneal.metrics(fragments))
         return row

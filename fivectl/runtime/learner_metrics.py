@@ -97,6 +97,7 @@ def metrics_row(
     rating: dict | None,
     pool_metrics: dict[str, float],
     reward_cfg: RewardConfig,
+    off_lane: float | None = None,
 ) -> dict[str, Any]:
     """One metrics row for an iteration trained on ``fragments`` (counters already advanced)."""
     c = counters
@@ -142,16 +143,19 @@ def metrics_row(
         {key: value for key, value in learn.items() if key.startswith("entropy_") and key != "entropy_coef"}
     )
     row.update(getattr(source_stats, "inference", None) or {})  # acting in the inference server only
-    row.update(reward_by_component(fragments, reward_cfg))
+    row.update(reward_by_component(fragments, reward_cfg, off_lane))
     row["seconds_copy"] = times.copy
     return row
 
 
-def reward_by_component(fragments: list[dict[str, np.ndarray]], reward_cfg: RewardConfig) -> dict[str, float]:
-    """Reward by component (weighted, before time decay): where the agents' reward comes from."""
+def reward_by_component(
+    fragments: list[dict[str, np.ndarray]], reward_cfg: RewardConfig, off_lane: float | None = None
+) -> dict[str, float]:
+    """Reward by component (weighted, before time decay): where the agents' reward comes from. ``off_lane``:
+    the lane penalty's weight at this iteration (a schedule; ``None``: its start)."""
     earned = np.mean(
         [
-            weighted_components(f["components"], reward_cfg, np.zeros(f["components"].shape[0]))
+            weighted_components(f["components"], reward_cfg, np.zeros(f["components"].shape[0]), off_lane)
             .reshape(-1, len(REWARD_COMPONENTS))
             .mean(axis=0)
             for f in fragments

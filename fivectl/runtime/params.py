@@ -16,7 +16,7 @@ from fivectl.runtime.buffers import ArraySpec, FragmentSlots
 
 # Header: [sequence, version]; values published with the parameters (schedules the workers need).
 HEADER_KEYS = ("seq", "version")
-SCALAR_KEYS = ("team_spirit", "samples", "pool_size", "bot_fraction", "change_fraction")
+SCALAR_KEYS = ("team_spirit", "samples", "pool_size", "bot_fraction", "change_fraction", "off_lane")
 MAX_PUBLISHED_POOL = 512
 """The opponent pool's versions and sampling probabilities travel with the parameters (the most likely ones)."""
 

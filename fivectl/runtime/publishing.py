@@ -74,6 +74,7 @@ class Publisher:
             self.state.counters.version,
             pool=(np.array(pool.versions, dtype=np.int64), pool.probabilities()),
             team_spirit=hp.team_spirit,
+            off_lane=hp.off_lane,
             bot_fraction=hp.bot_fraction,
             change_fraction=self.anneal.fraction(),
             samples=float(self.state.counters.samples),

@@ -152,6 +152,7 @@ class RolloutWorker:
         self.version = -1
         self.oldest_acted = -1  # the oldest version the latest network acted with in the current fragment
         self.team_spirit = recipe.reward.team_spirit.start
+        self.off_lane = recipe.reward.off_lane.start
         self.pool: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.int64), np.zeros(0))
         self.raw_obs, self.joined_midway = stagger_game_starts(
             self.env, self.env.reset(), recipe.train.game_phases, np.random.default_rng([seed, 1])
@@ -179,6 +180,7 @@ class RolloutWorker:
         if self.params.version != self.version:
             self.version, scalars = self.params.read_into(self.net)
             self.team_spirit = scalars["team_spirit"]
+            self.off_lane = scalars["off_lane"]
             self.opponents.bot_fraction = scalars["bot_fraction"]
             self.pool = self.params.last_pool
             if recipe_anneals(self.recipe) and scalars["change_fraction"] != self.change_fraction:
@@ -314,7 +316,9 @@ class RolloutWorker:
             if self.replays is not None:
                 self.replays.step(actions, done, info, predictions if sub == 0 else None)
                 self.replays.games_started(done, self.version)
-            rewards = shape_rewards(components, self.recipe.reward, info["game_time"], k, self.team_spirit)
+            rewards = shape_rewards(
+                components, self.recipe.reward, info["game_time"], k, self.team_spirit, self.off_lane
+            )
             winner = np.asarray(info["winner"]).astype(np.int8)
             seconds = np.asarray(info["game_time"], dtype=np.float64)
             invalid = np.asarray(info["invalid_actions"]).reshape(G, 2 * k)

@@ -85,7 +85,8 @@ class MobaParallelEnv(ParallelEnv):
         self.possible_agents = [f"{TEAM_NAMES[t]}_{i}" for t in range(2) for i in range(k)]
         self.agents: list[str] = []
         self._index = {a: i for i, a in enumerate(self.possible_agents)}
-        self._weights = component_weights(reward_cfg or RewardConfig())
+        # the weights at the start of training: a learner of its own has no progress to schedule them by
+        self._weights = np.array((reward_cfg or RewardConfig()).weights_in_order(REWARD_COMPONENTS), np.float32)
         # one space object per agent, built once: PettingZoo expects the same object on every call
         self.observation_spaces = {a: observation_space_of(self.schema) for a in self.possible_agents}
         self.action_spaces = {a: action_space_of(self.schema) for a in self.possible_agents}
@@ -205,11 +206,6 @@ def action_row(agent: str, act: Any) -> np.ndarray:
             f"action of {agent!r}: expected 4 integers [primary, delay, target_slot, offset], got {row.tolist()!r}"
         )
     return row.astype(np.int32)
-
-
-def component_weights(cfg: RewardConfig) -> np.ndarray:
-    """The weight of every raw reward component, in ``REWARD_COMPONENTS`` order: float32 ``[C]``."""
-    return np.array([getattr(cfg, name) for name in REWARD_COMPONENTS], dtype=np.float32)
 
 
 def observation_space_of(schema: ObsSchema):

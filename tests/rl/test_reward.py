@@ -37,6 +37,21 @@ def test_weights_follow_component_order_and_paper_defaults():
     assert w[COMPONENT_INDEX["last_hit"]] == pytest.approx(-0.16)
 
 
+def test_the_lane_penalty_weighs_at_the_value_the_caller_gives_or_at_its_schedules_start():
+    from fivectl.config.fields import Schedule
+
+    lifted = RewardConfig(off_lane=Schedule(points=[[0, -0.1], [1000, 0.0]]))
+    lane = COMPONENT_INDEX["off_lane"]
+    assert component_weights(lifted)[lane] == pytest.approx(-0.1)
+    assert component_weights(lifted, off_lane=-0.04)[lane] == pytest.approx(-0.04)
+    assert component_weights(RewardConfig())[lane] == 0.0
+    x = components(1, 2, off_lane=[[2.0, 0.0]])  # hero 0 spent 2 s off its lane
+    now = shape_rewards(x, lifted, np.array([0.0]), team_size=1, team_spirit=0.0, off_lane=-0.04)
+    np.testing.assert_allclose(now, [[-0.08, 0.08]], rtol=1e-6)  # zero sum: the other hero gains it
+    lifted_off = shape_rewards(x, lifted, np.array([0.0]), team_size=1, team_spirit=0.0, off_lane=0.0)
+    assert np.all(lifted_off == 0)
+
+
 def test_time_weight_is_0_6_per_ten_minutes():
     t = np.array([0.0, 300.0, 600.0, 1200.0])
     np.testing.assert_allclose(time_weight(t, RewardConfig()), [1.0, 0.6**0.5, 0.6, 0.36], rtol=1e-6)

@@ -49,3 +49,13 @@ def test_step_seconds_and_unknown_unit():
     assert step_seconds(every_other) == pytest.approx(0.2667, abs=1e-4)  # the discount counts game seconds
     with pytest.raises(BadInput):
         schedule_value(Schedule(points=[[0.0, 1.0]], unit="hours"), Progress())
+
+
+def test_the_lane_penalty_is_a_schedule_and_off_by_default():
+    lifted = recipe_from_dict(
+        {"reward": {"off_lane": {"points": [[0, -0.1], [1000, -0.1], [2000, 0.0]], "unit": "samples"}}}
+    )
+    assert hyperparameters_at(lifted, Progress(samples=500)).off_lane == pytest.approx(-0.1)
+    assert hyperparameters_at(lifted, Progress(samples=1500)).off_lane == pytest.approx(-0.05)
+    assert hyperparameters_at(lifted, Progress(samples=10**9)).off_lane == 0.0
+    assert hyperparameters_at(recipe(), Progress(samples=500)).off_lane == 0.0

@@ -123,3 +123,22 @@ def test_acting_on_some_rows_gives_those_rows_what_acting_on_all_gives():
     assert torch.all(some.value[others] == 0) and torch.all(some.actions[others] == 0)
     for new, old in zip(some.state, state, strict=True):
         assert torch.equal(new[:, others], old[:, others])  # the rows left out keep their state
+
+
+def test_the_worker_shapes_rewards_with_the_published_lane_penalty():
+    """The lane penalty is a schedule: the worker weighs its games' off-lane seconds at the value the learner
+    published, not at the recipe's start."""
+    rewards = []
+    for published in (0.0, -1.0):
+        worker, views = make_worker(1)
+        worker.params.publish(worker.net, 1, team_spirit=0.0, off_lane=published)
+        worker.fill(views)
+        assert worker.off_lane == published
+        rewards.append((views["reward"].copy(), views["components"].copy()))
+    (free, components_free), (charged, components_charged) = rewards
+    np.testing.assert_array_equal(components_free, components_charged)  # the same games, the same actions
+    off_lane = components_free[..., COMPONENT_INDEX["off_lane"]]
+    assert off_lane.any()  # the heroes start in their base, off the lane
+    assert not np.allclose(free, charged)
+    steps_without = ~off_lane.reshape(STEPS, 4, 2).any(axis=-1)  # no hero of the game off its lane
+    np.testing.assert_allclose(free.reshape(STEPS, 4, 2)[steps_without], charged.reshape(STEPS, 4, 2)[steps_without])
