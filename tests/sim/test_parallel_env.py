@@ -114,7 +114,7 @@ def test_a_seeded_reset_replays_the_same_games():
 def test_rewards_are_the_raw_components_weighted_by_the_reward_config():
     weights = RewardConfig(gold=1.0, xp=0.5)
     env = make_env(GameConfig(team_size=1, lanes=1, time_limit_s=30.0), reward_cfg=weights)
-    vector = np.array([getattr(weights, name) for name in REWARD_COMPONENTS], np.float32)
+    vector = np.array(weights.weights_in_order(REWARD_COMPONENTS), np.float32)  # off_lane: its schedule's start
     earned = 0.0
     for _, rewards, _, _, infos in play(env, seed=3)[1:]:
         for agent, r in rewards.items():
