@@ -541,7 +541,7 @@ CREEP_SLOTS_PER_LANE = 40
 XP_RANGE = 1300.0
 # A hero is on a lane within LANE_WIDTH of the lane's path, outside both bases (BASE_RADIUS around a fountain), for
 # the team-play figures of evaluation (evaluate/teamplay.py); the lane assignment reward (paper O.2, core.off_lane)
-# counts the own base as off the lane and spares only the enemy base.
+# counts the own base as off the lane (unless an enemy is in it) and spares the enemy base.
 LANE_WIDTH = 900.0
 BASE_RADIUS = 2600.0
 PASSIVE_GOLD_PER_S = 1.5

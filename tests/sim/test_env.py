@@ -408,3 +408,24 @@ def test_off_lane_component_counts_seconds_away_from_the_assigned_lane_outside_t
     assert rew[0, 1, COMPONENT_INDEX["off_lane"]] == 0.0
     assert rew[0, 2, COMPONENT_INDEX["off_lane"]] == 0.0
     assert rew[0, 3, COMPONENT_INDEX["off_lane"]] == pytest.approx(step_s)
+
+
+def test_the_own_base_is_off_the_lane_unless_an_enemy_is_in_it(schema):
+    """Every lane's path starts inside the base; waiting there beside the path is still off the lane (5v5 run
+    15), and standing there to defend against an enemy inside is not."""
+    env = make_env(schema, team_size=2, lanes=3)
+    lanes = ("top", "mid", "bot")
+    start = D.LANE_POINTS[lanes[env.state.lane_assign[0, 0]]][0]  # on the path, inside team 0's base
+    place(env, 0, *start)
+    place(env, 1, 6000, 9500)
+    place(env, 2, 9000, 9000)
+    place(env, 3, 9000, 9000)
+    step_s = env.cfg.frameskip / env.cfg.fps
+    env.observe()
+    _, rew, _, _ = env.step(noop(env))
+    assert rew[0, 0, COMPONENT_INDEX["off_lane"]] == pytest.approx(step_s)
+    place(env, 0, *start)
+    place(env, 2, start[0] + 300, start[1])  # an enemy hero walks in
+    env.observe()
+    _, rew, _, _ = env.step(noop(env))
+    assert rew[0, 0, COMPONENT_INDEX["off_lane"]] == 0.0
