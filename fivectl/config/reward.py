@@ -34,8 +34,9 @@ class RewardConfig:
         doc="Solo reward per game second a living hero spends off its assigned lane (observed as self.lane_assign) "
         "and outside the enemy base; negative to keep heroes on their lanes early in training (paper O.2: the lane "
         "assignment was an aid for the early game), a schedule to lift it later. 0: off. The own base counts as off "
-        "the lane, so waiting at home is no way around it. In 5v5, -0.02 did not spread the heroes and -0.1 did; "
-        "lifted to 0 after 20M samples, the heroes regrouped (benchmarks/RESULTS.md, 5v5 runs 10, 11 and 13).",
+        "the lane unless an enemy is in it, so waiting at home is no way around it. In 5v5, -0.02 did not spread "
+        "the heroes and -0.1 did; lifted to 0 after 20M samples, the heroes regrouped (benchmarks/RESULTS.md, 5v5 "
+        "runs 10, 11, 13 and 16).",
         le=0,
     )
     zero_sum: bool = param(True, "Subtract the enemy team's mean reward from each hero's reward (paper G).")

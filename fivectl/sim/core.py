@@ -1387,7 +1387,7 @@ def off_lane(S, L, g, h):
     (paper O.2, lane assignments). The enemy base is spared so that pushing its buildings costs nothing. The own
     base counts as off the lane although every lane's path starts in it: sparing it taught heroes to wait there
     against the bots (benchmarks/RESULTS.md, 5v5 runs 2 and 15); defending it, with an enemy inside, is free. The
-    walk out of the base after each spawn is about 2,000 units, some seven seconds."""
+    walk out of the base after each spawn is about 2,600 units, some nine seconds."""
     x = S.uf[g, ST.UF_X, h]
     y = S.uf[g, ST.UF_Y, h]
     team = S.ui[g, ST.UI_TEAM, h]
