@@ -39,6 +39,14 @@ class RewardConfig:
         "runs 10, 11, 13 and 16).",
         le=0,
     )
+    building_near: float = param(
+        0.0,
+        "Solo reward for enemy building HP lost while the hero is alive within 1300 units of the building, "
+        "measured as the building's own component (towers and barracks: 2/3 of the HP fraction lost, 1/3 on "
+        "death; the ancient: the HP fraction lost): the building rewards above go to the whole team wherever it "
+        "is, this one only to the heroes who pushed. 0: off.",
+        ge=0,
+    )
     zero_sum: bool = param(True, "Subtract the enemy team's mean reward from each hero's reward (paper G).")
     time_decay: float = param(
         0.6, "Rewards other than win/loss are scaled by time_decay^(T/decay_minutes).", gt=0, le=1

@@ -19,5 +19,6 @@ REWARD_COMPONENTS: tuple[str, ...] = (
     "tower_t4",
     "barracks",
     "off_lane",
+    "building_near",
 )
 COMPONENT_INDEX = {name: i for i, name in enumerate(REWARD_COMPONENTS)}

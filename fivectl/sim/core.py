@@ -26,7 +26,8 @@ R_NONE, R_ATTACK, R_ENEMY_SPELL, R_ALLY_HERO = 0, 1, 2, 3
 C_WIN, C_XP, C_GOLD, C_GOLD_SPENT, C_HEALTH, C_MANA, C_KILL, C_DEATH, C_LAST_HIT, C_DENY = range(10)
 C_EXTRA_LIFE, C_ANCIENT_HP, C_TOWER_T1, C_TOWER_T2, C_TOWER_T3, C_TOWER_T4, C_BARRACKS = range(10, 17)
 C_OFF_LANE = 17
-N_COMPONENTS = 18
+C_BUILDING_NEAR = 18
+N_COMPONENTS = 19
 
 # Per-game stats reported in info: [G, N_STATS, 2]
 ST_KILLS, ST_DEATHS, ST_TOWERS, ST_BARRACKS, ST_BOSS, ST_LAST_HITS, ST_DENIES, ST_NETWORTH = range(8)
@@ -1369,6 +1370,9 @@ def step_game(S, L, P, g, actions, act_kind, act_slot, amask, tmask, rew, invali
         for h in range(H):
             if S.ui[g, ST.UI_TEAM, h] == earner:
                 rew[h, comp] += val
+                # the solo share of the push: the building's worth again, to the heroes who were there
+                if S.ui[g, ST.UI_ALIVE, h] and dist2(S, g, h, u) <= D.PUSH_RADIUS * D.PUSH_RADIUS:
+                    rew[h, C_BUILDING_NEAR] += val
     step_s = P.frameskip / P.fps
     for h in range(H):
         if S.ui[g, ST.UI_ALIVE, h] and off_lane(S, L, g, h):

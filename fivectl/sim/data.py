@@ -544,6 +544,9 @@ XP_RANGE = 1300.0
 # counts the own base as off the lane (unless an enemy is in it) and spares the enemy base.
 LANE_WIDTH = 900.0
 BASE_RADIUS = 2600.0
+# A hero within PUSH_RADIUS of an enemy building when it loses HP is credited with the push (the building_near
+# reward component): the team reward goes to all five wherever they are, this one only to those who were there.
+PUSH_RADIUS = 1300.0
 PASSIVE_GOLD_PER_S = 1.5
 START_GOLD = 600.0
 MAX_LEVEL = 25

@@ -223,6 +223,29 @@ def test_tower_damage_is_two_thirds_linear_plus_one_third_on_death(schema):
     assert rew[0, 1, COMPONENT_INDEX["tower_t1"]] == 0
 
 
+def test_building_near_credits_only_the_heroes_who_pushed(schema):
+    """The team's tower reward goes to both heroes; the push reward only to the one beside the tower."""
+    env = make_env(schema, team_size=2)
+    L, s = env.layout, env.state
+    t1 = next(
+        L.bld_start + b for b in range(L.bld_end - L.bld_start) if L.b_team[b] == 1 and L.b_tier[b] == 1
+    )
+    s.hp[0, t1] = 1.0
+    place(env, 0, s.x[0, t1] - 100, s.y[0, t1])
+    place(env, 1, *D.FOUNTAIN_POS[0])  # at home, far from the push
+    place(env, 2, *D.FOUNTAIN_POS[1])
+    place(env, 3, *D.FOUNTAIN_POS[1])
+    env.observe()
+    act = noop(env)
+    act[0, 0] = (P["attack"], 0, slot_of(env, 0, t1), 0)
+    _, rew, _, info = env.step(act)
+    assert info["towers_destroyed"][0].tolist() == [1, 0]
+    tower, near = rew[0, :, COMPONENT_INDEX["tower_t1"]], rew[0, :, COMPONENT_INDEX["building_near"]]
+    assert tower[0] == tower[1] > 0.3
+    assert near[0] == pytest.approx(tower[0]) and near[1] == 0.0
+    assert near[2] == near[3] == 0.0  # the losers earn nothing
+
+
 def test_bad_game_configs_raise_bad_input(schema):
     with pytest.raises(BadInput, match="pool"):
         MobaEnv(GameConfig(team_size=2, hero_pool=["Ashcaller", "Kestrel", "Ironbark"]), 1, 0, schema)
