@@ -413,6 +413,7 @@ for _i, _h in enumerate(_ALL_HEROES):
         HERO_ABILITIES[_i, _k] = ABILITY_ID[_name]
 HERO_VOCAB = N_HEROES + 1  # categorical hero ids are 1..17 (0 = padding)
 MAX_TEAM_SIZE = 5  # the largest game.team_size; per-team-slot observations (lineups) have this width
+MAX_LANES = 3  # the most lanes a map has; per-lane observations (schema v4) have this width
 
 # ---- items ----
 (IT_COST, IT_DMG, IT_ARMOR, IT_HP, IT_MANA, IT_SPEED, IT_ACTIVE, IT_VAL, IT_CD, IT_RANGE, IT_CHARGES) = range(

@@ -48,6 +48,26 @@ def value(obs, schema, group, field, g=0, agent=0, slot=None):
     return out if out.size > 1 else out.item()
 
 
+def with_seen_normalizers(net):
+    """``net`` with normalizers that have seen data (random means and variances), so every input column matters."""
+    for name, b in net.named_buffers():
+        if name.endswith(".mean"):
+            b.normal_()
+        elif name.endswith(".var"):
+            b.uniform_(0.1, 3.0)
+    return net
+
+
+def model_outputs(net, obs):
+    """``net``'s log-probabilities of the no-op action, values and win logits on one step of encoded games."""
+    window = {k: torch.from_numpy(v.reshape(1, -1, *v.shape[2:])) for k, v in obs.items()}
+    b = window["action_mask"].shape[1]
+    actions = torch.zeros(1, b, 4, dtype=torch.long)
+    with torch.no_grad():
+        out = net.evaluate(window, actions, net.initial_state(b), torch.ones(1, b, dtype=torch.bool))
+    return out.logprob, out.value, out.win_logit
+
+
 def test_v3_appends_to_v2_without_changing_it(v2, v3):
     """What makes ``surgery add-obs`` from v2 exact (W' = [W 0]): every v2 group is still there, in order and with
     the same settings, with its v2 fields first and unchanged; only fields are added; the actions and frame stay."""
@@ -98,31 +118,18 @@ def test_add_obs_from_v2_to_v3_keeps_a_models_outputs_on_real_games(v2, v3):
     o2, o3 = same_game(v2, v3, steps=60)
     cfg = ModelConfig(unit_embed=8, unit_hidden=16, cat_embed=4, grid_channels=4, fc_size=32, lstm_size=16)
     torch.manual_seed(0)
-    parent = PolicyNet(v2, cfg, 2).eval()
-    for name, b in parent.named_buffers():  # a normalizer that has seen data, so every column matters
-        if name.endswith(".mean"):
-            b.normal_()
-        elif name.endswith(".var"):
-            b.uniform_(0.1, 3.0)
+    parent = with_seen_normalizers(PolicyNet(v2, cfg, 2).eval())
     plan = plan_add_obs(v2, v3, cfg, 2, new_label="v3")
     child = PolicyNet(v3, cfg, 2)
     child.load_state_dict(apply_model(plan, dict(parent.state_dict())))
     child.eval()
-
-    def outputs(net, obs):
-        window = {k: torch.from_numpy(v.reshape(1, -1, *v.shape[2:])) for k, v in obs.items()}
-        b = window["action_mask"].shape[1]
-        actions = torch.zeros(1, b, 4, dtype=torch.long)
-        with torch.no_grad():
-            out = net.evaluate(window, actions, net.initial_state(b), torch.ones(1, b, dtype=torch.bool))
-        return out.logprob, out.value, out.win_logit
 
     assert (o3["global.cat"][..., [0, 1, 5, 6]] > 0).all()  # the lineups of two 2-hero teams are there
     rng = np.random.default_rng(1)
     for name in ("global", "self", "heroes"):  # timers and effects: any value (few are nonzero in 60 steps)
         x = o3[f"{name}.float"]
         x[..., v2.group(name).n_float :] = rng.uniform(0, 30, x[..., v2.group(name).n_float :].shape)
-    for want, got in zip(outputs(parent, o2), outputs(child, o3), strict=True):
+    for want, got in zip(model_outputs(parent, o2), model_outputs(child, o3), strict=True):
         assert torch.allclose(want, got, atol=1e-5)
 
 

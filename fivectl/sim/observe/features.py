@@ -189,6 +189,8 @@ def global_feature(code, sub, S, L, P, g, h):
         return S.gi[g, ST.GI_BARRACKS_DESTROYED + team if sub == 0 else 1 - team]
     if code >= 208 and code <= 211:
         return lineup_feature(code, sub, S, L, P, g, team)
+    if code >= 212 and code <= 214:
+        return lane_feature(code, sub, S, L, g, team)
     return 0.0
 
 
@@ -206,6 +208,36 @@ def lineup_feature(code, sub, S, L, P, g, team):
     if S.ui[g, ST.UI_ALIVE, h]:
         return 0.0
     return S.hf[g, ST.HF_RESPAWN_T, h] / P.fps
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def lane_feature(code, sub, S, L, g, team):
+    """Lane ``sub`` of the layout (0 past the map's lanes), from its towers and barracks: the own buildings' HP
+    over their full HP (212), the HP fraction of the own front building, the lowest tier standing, barracks last
+    (213; 0 once all fell), or how many of the enemy's still stand (214)."""
+    if sub >= L.n_lanes:
+        return 0.0
+    side = 1 - team if code == 214 else team
+    hp, full_hp_sum, standing = 0.0, 0.0, 0.0
+    front_rank, front_frac = 99, 0.0
+    for b in range(L.bld_end - L.bld_start):
+        if L.b_lane[b] != sub or L.b_team[b] != side:
+            continue
+        u = L.bld_start + b
+        full_hp = S.uf[g, ST.UF_MAX_HP, u]
+        full_hp_sum += full_hp
+        if not S.ui[g, ST.UI_ALIVE, u]:
+            continue
+        standing += 1.0
+        hp += S.uf[g, ST.UF_HP, u]
+        rank = L.b_tier[b] if L.b_utype[b] == D.UT_TOWER else 9  # towers t1 -> t3, then the barracks
+        if rank < front_rank:
+            front_rank, front_frac = rank, S.uf[g, ST.UF_HP, u] / full_hp
+    if code == 212:
+        return hp / full_hp_sum if full_hp_sum > 0 else 0.0
+    if code == 213:
+        return front_frac
+    return standing
 
 
 @njit(cache=True, _nrt=False)

@@ -105,6 +105,13 @@ GLOBAL_FEATURES = {
     "enemy_lineup": (209, D.MAX_TEAM_SIZE, "categorical"),
     "ally_respawn": (210, D.MAX_TEAM_SIZE, "float"),
     "enemy_respawn": (211, D.MAX_TEAM_SIZE, "float"),
+    # v4: the state of every lane's buildings, in the layout's lane order (top, mid, bot; the one lane of a
+    # one-lane map first), 0 past the map's lanes. The buildings unit set holds only the closest ones, so without
+    # these a hero does not see another lane's tower under attack. Own buildings are always seen by their team;
+    # of the enemy's, only how many still stand (public knowledge, as towers_destroyed is).
+    "ally_lane_hp": (212, D.MAX_LANES, "float"),
+    "ally_front_hp": (213, D.MAX_LANES, "float"),
+    "enemy_lane_standing": (214, D.MAX_LANES, "float"),
 }
 PREV_FEATURES = {
     "primary": (300, 1, "categorical"),
