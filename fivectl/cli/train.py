@@ -70,9 +70,13 @@ def train(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary at the end.")] = False,
 ) -> None:
-    """Start (or --resume) a run: rollout workers + PPO learner, checkpoints, rollouts and metrics in the run dir."""
+    """Start (or --resume) a run: rollout workers + PPO learner, checkpoints, rollouts and metrics in the run dir.
+
+    A recipe with a [curriculum] first stage trains that stage in RUN/first_stage first, then the run from it.
+    """
     from fivectl.anneal.controller import AnnealController
     from fivectl.evaluate.periodic import PeriodicEvaluator
+    from fivectl.runtime.curriculum import train_in_stages
     from fivectl.runtime.distributed import follow_rank_zero, launch_env
     from fivectl.runtime.learner_loop import train_run
     from fivectl.runtime.run_setup import TrainOptions
@@ -133,13 +137,14 @@ def train(
         init_from=init_from,
         launch=launch,
     )
-    summary = train_run(opts)
+    summary = train_in_stages(opts, train_run)
     if as_json:
         print_json(summary)
     else:
+        stage = " in its first stage (--resume continues it)" if summary.get("stage") == "first" else ""
         err_console.print(
-            f"[fivectl] stopped ({summary['stop_reason']}): version {summary['version']}, "
-            f"{summary['samples']:,} samples, checkpoint v{summary['checkpoint']} in {run}",
+            f"[fivectl] stopped ({summary['stop_reason']}){stage}: version {summary['version']}, "
+            f"{summary['samples']:,} samples, checkpoint v{summary['checkpoint']} in {summary['run']}",
             highlight=False,
             markup=False,
         )

@@ -1,6 +1,7 @@
 """One config source: recipe dataclasses with per-field docs, loaded from TOML (``recipes/``)."""
 
 from fivectl.config.anneal import AnnealConfig
+from fivectl.config.curriculum import CurriculumConfig
 from fivectl.config.eval import EvalConfig
 from fivectl.config.fields import Schedule, param
 from fivectl.config.game import GameConfig
@@ -12,6 +13,7 @@ from fivectl.config.train import TrainConfig
 
 __all__ = [
     "AnnealConfig",
+    "CurriculumConfig",
     "EvalConfig",
     "GameConfig",
     "ModelConfig",

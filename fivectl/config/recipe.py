@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fivectl.config.anneal import AnnealConfig
+from fivectl.config.curriculum import CurriculumConfig
 from fivectl.config.eval import EvalConfig
 from fivectl.config.fields import param
 from fivectl.config.game import GameConfig
@@ -28,6 +29,9 @@ class Recipe:
     selfplay: SelfPlayConfig = param(factory=SelfPlayConfig, doc="Opponent pool.")
     eval: EvalConfig = param(factory=EvalConfig, doc="TrueSkill evaluation.")
     anneal: AnnealConfig = param(factory=AnnealConfig, doc="A game change annealed into training.")
+    curriculum: CurriculumConfig = param(
+        factory=CurriculumConfig, doc="A first stage in a smaller game that the run starts from."
+    )
 
     def to_dict(self) -> dict:
         return to_dict(self)

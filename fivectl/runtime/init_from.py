@@ -72,22 +72,9 @@ def read_initial_weights(spec: str, model: PolicyNet, model_config: dict[str, An
             f"(v{model.schema.version}); carry it over with `fivectl surgery add-obs` first"
         )
     source = {k: ckpt.arrays["model"][k] for k in attrs["model_keys"]}
-    target = model.state_dict()
-    errors, fresh = [], []
-    for key, value in target.items():
-        have = source.get(key)
-        if have is not None and tuple(have.shape) == tuple(value.shape):
-            continue
-        if key.startswith(GAME_SIZED_PREFIXES):
-            fresh.append(key)
-        elif have is None:
-            errors.append(f"{key} is missing")
-        else:
-            errors.append(f"{key} is {list(have.shape)}, the recipe's {list(value.shape)}")
-    errors += [f"{key} is not in the recipe's network" for key in source.keys() - target.keys()]
+    errors, fresh = network_mismatches({k: tuple(a.shape) for k, a in source.items()}, model)
     if errors:
-        shown = "; ".join(errors[:4]) + (f"; and {len(errors) - 4} more" if len(errors) > 4 else "")
-        raise BadInput(f"--init-from {spec}: its network differs from the recipe's [model]: {shown}")
+        raise BadInput(f"--init-from {spec}: its network differs from the recipe's [model]: {shown_errors(errors)}")
     given = attrs.get("model_config", {})
     changes = {k: given.get(k) for k, v in model_config.items() if given.get(k) != v}
     tensors = {k: torch.from_numpy(np.array(a)) for k, a in source.items() if k not in fresh}
@@ -95,7 +82,50 @@ def read_initial_weights(spec: str, model: PolicyNet, model_config: dict[str, An
     return InitialWeights(spec, pinned, path.name, number, tensors, sorted(fresh), changes)
 
 
+def network_mismatches(
+    source: dict[str, tuple[int, ...]], model: PolicyNet
+) -> tuple[list[str], list[str]]:
+    """What keeps parameters of these shapes from loading into ``model``: (errors, the game-sized parameters that
+    start fresh)."""
+    target = model.state_dict()
+    errors, fresh = [], []
+    for key, value in target.items():
+        have = source.get(key)
+        if have is not None and tuple(have) == tuple(value.shape):
+            continue
+        if key.startswith(GAME_SIZED_PREFIXES):
+            fresh.append(key)
+        elif have is None:
+            errors.append(f"{key} is missing")
+        else:
+            errors.append(f"{key} is {list(have)}, the recipe's {list(value.shape)}")
+    errors += [f"{key} is not in the recipe's network" for key in source.keys() - target.keys()]
+    return errors, fresh
+
+
+def shown_errors(errors: list[str]) -> str:
+    return "; ".join(errors[:4]) + (f"; and {len(errors) - 4} more" if len(errors) > 4 else "")
+
+
+def network_for(recipe: Recipe, schema: ObsSchema) -> PolicyNet:
+    """A throwaway network of the recipe, for checking shapes."""
+    return PolicyNet(schema, recipe.model, recipe.game.team_size, obs_clip=recipe.train.obs_clip)
+
+
+def check_first_stage_fits(first: Recipe, first_schema: ObsSchema, recipe: Recipe, schema: ObsSchema) -> None:
+    """BadInput unless a run of ``recipe`` can start from a run of ``first`` (``[curriculum] first``): checked
+    before the first stage trains, not after it."""
+    where = f"curriculum.first ({first.name})"
+    if first_schema.to_json() != schema.to_json():
+        raise BadInput(
+            f"{where}: its observation schema (v{first_schema.version}) is not the recipe's (v{schema.version})"
+        )
+    source = {k: tuple(v.shape) for k, v in network_for(first, first_schema).state_dict().items()}
+    errors, _ = network_mismatches(source, network_for(recipe, schema))
+    if errors:
+        raise BadInput(f"{where}: its network differs from the recipe's [model]: {shown_errors(errors)}")
+
+
 def initial_weights_for(spec: str, schema: ObsSchema, recipe: Recipe) -> InitialWeights:
     """Checked weights for a run of ``recipe`` about to start: built on a throwaway network of the recipe."""
-    model = PolicyNet(schema, recipe.model, recipe.game.team_size, obs_clip=recipe.train.obs_clip)
-    return read_initial_weights(spec, model, to_dict(recipe.model))
+    return read_initial_weights(spec, network_for(recipe, schema), to_dict(recipe.model))

@@ -15,7 +15,7 @@ from fivectl.schema.spec import schemas_dir
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "fivectl"
-SHIPPED_NAMES = {"quickstart", "five-v-five", "five-v-five-quick", "paper-scale"}
+SHIPPED_NAMES = {"quickstart", "five-v-five", "five-v-five-quick", "five-v-five-curriculum", "paper-scale"}
 
 
 def test_every_shipped_recipe_loads_under_its_name_with_a_description():
@@ -78,3 +78,24 @@ def test_the_quick_5v5_recipe_has_the_quickstarts_network_so_init_from_carries_i
     """README: ``fivectl train five-v-five-quick --init-from QUICKSTART_RUN`` loads every parameter but the
     team-sized head, which needs the same [model] (a narrower encoder in one of them fails with exit 2)."""
     assert load_recipe("five-v-five-quick").model == load_recipe("quickstart").model
+
+
+def test_the_curriculum_recipe_is_five_v_five_quick_from_a_quickstart_first_stage():
+    """Its first stage can start its run (checked as train does before the stage trains), and it differs from
+    five-v-five-quick only in what its comments say: the curriculum, the doubled building rewards, the bonus."""
+    import dataclasses
+
+    from fivectl.runtime.init_from import check_first_stage_fits
+    from fivectl.schema import load_schema
+
+    recipe, quick = load_recipe("five-v-five-curriculum"), load_recipe("five-v-five-quick")
+    first = load_recipe(recipe.curriculum.first)
+    assert first.name == "quickstart" and recipe.curriculum.first_samples > 0
+    check_first_stage_fits(first, load_schema(first.model.schema_version), recipe, load_schema(2))
+    assert (recipe.game, recipe.model, recipe.selfplay) == (quick.game, quick.model, quick.selfplay)
+    assert recipe.train == dataclasses.replace(quick.train, entropy_coef=recipe.train.entropy_coef)
+    buildings = ("tower_t1", "tower_t2", "tower_t3", "tower_t4", "barracks", "ancient_hp")
+    for name in buildings:
+        assert getattr(recipe.reward, name) == 2 * getattr(quick.reward, name), name
+    others = {k: v for k, v in dataclasses.asdict(recipe.reward).items() if k not in buildings}
+    assert others == {k: v for k, v in dataclasses.asdict(quick.reward).items() if k not in buildings}

@@ -1,0 +1,147 @@
+"""``[curriculum]``: train a first stage (the 1v1 quickstart, say) in ``RUN/first_stage``, then the run itself from
+the stage's latest version, under one ``fivectl train`` and one time budget.
+
+The run directory is created first, so that ``--resume`` finds it while its first stage trains; the stage is an
+ordinary run inside it. Once the stage has trained its samples, the run's ``init_from`` (run.json) names the
+stage's latest version, and from then on the run is what ``--init-from`` makes: killed before its version 0, it
+starts again from the same weights (``open_or_create_run``). Each step writes atomically, so a kill at any moment
+resumes with ``fivectl train --run RUN --resume``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fivectl.config import Recipe, load_recipe
+from fivectl.config.recipes import resolve_recipe
+from fivectl.errors import BadInput
+from fivectl.runtime.init_from import INIT_FROM_KEY, check_first_stage_fits
+from fivectl.runtime.run_setup import TrainOptions, open_or_create_run
+from fivectl.schema import load_schema
+from fivectl.store.checkpoint import CheckpointStore
+from fivectl.store.rundir import RunDir
+
+FIRST_STAGE_DIR = "first_stage"
+# --set keys that apply to the first stage too: where and how it trains, not what it learns (its recipe says that).
+SHARED_KEYS = ("train.seed", "train.workers", "train.device", "train.learners", "train.backend", "train.ray_address")
+
+Train = Callable[[TrainOptions], dict[str, Any]]
+
+
+def train_in_stages(opts: TrainOptions, train: Train) -> dict[str, Any]:
+    """``train(opts)``, with the recipe's first stage trained before when it has one (``train``: the trainer,
+    ``runtime.learner_loop.train_run``). Returns the run's summary, with ``first_stage`` (the stage's summary, or
+    None when it had already finished); when the budget or a signal stops the stage, the stage's summary with
+    ``stage = "first"``."""
+    started = time.monotonic()
+    recipe = run_recipe(opts)
+    if not recipe.curriculum.first:
+        return train(opts)
+    if opts.init_from is not None:
+        raise BadInput(
+            f"--init-from: the recipe starts its run from its first stage (curriculum.first = "
+            f"{recipe.curriculum.first!r}); leave --init-from out"
+        )
+    if opts.launch is not None:
+        raise BadInput(
+            "curriculum.first: under torchrun, train the first stage as its own run and start this one with "
+            '--init-from (set curriculum.first = "")'
+        )
+    if opts.resume and past_first_stage(RunDir.open(opts.run_dir)):
+        return {**train(opts), "first_stage": None}
+    first_path = resolve_recipe(recipe.curriculum.first)
+    first = load_recipe(first_path, first_stage_overrides(opts.overrides, recipe))
+    check_first_stage_fits(first, load_schema(first.model.schema_version), recipe, run_schema(opts, recipe))
+    if opts.resume:
+        run = RunDir.open(opts.run_dir)
+    else:
+        run, _, _ = open_or_create_run(opts)  # the run first: --resume finds it while the stage trains
+    resumed = dataclasses.replace(opts, resume=True, recipe_path=None)
+
+    stage = run.path / FIRST_STAGE_DIR
+    stage_summary = train_first_stage(opts, recipe, first_path, stage, train)
+    if stage_summary["stop_reason"] == "interrupted" or trained_samples(stage) < recipe.curriculum.first_samples:
+        return {**stage_summary, "stage": "first"}
+    latest = CheckpointStore(RunDir.open(stage).checkpoints_path).latest()
+    run.update_meta(**{INIT_FROM_KEY: f"{stage.resolve()}@{latest}"})
+
+    budget = recipe.train.max_minutes
+    if budget:
+        left = budget - (time.monotonic() - started) / 60.0
+        if left <= 0:
+            return {**stage_summary, "stage": "first"}
+        resumed = dataclasses.replace(resumed, overrides=[*opts.overrides, f"train.max_minutes={left}"])
+    return {**train(resumed), "first_stage": stage_summary}
+
+
+def past_first_stage(run: RunDir) -> bool:
+    """The run's network no longer comes from its first stage: the stage finished in an earlier session (the run
+    names its start), or the run already has versions (those of a surgery or an anneal)."""
+    return bool(run.meta.get(INIT_FROM_KEY)) or CheckpointStore(run.checkpoints_path).latest() is not None
+
+
+def train_first_stage(opts: TrainOptions, recipe: Recipe, first_path: Path, stage: Path, train: Train) -> dict:
+    """Start or resume the first stage in ``stage`` until its samples (or the session's budget) are trained."""
+    overrides = [
+        *first_stage_overrides(opts.overrides, recipe),
+        f"train.max_samples={recipe.curriculum.first_samples}",
+        # the run's budget for this session (0: none), not one the stage saved in an earlier session
+        f"train.max_minutes={recipe.train.max_minutes}",
+    ]
+    stage_opts = dataclasses.replace(opts, run_dir=stage, overrides=overrides, init_from=None)
+    if RunDir.is_run(stage):
+        if trained_samples(stage) >= recipe.curriculum.first_samples:
+            return stage_summary_of(stage)
+        stage_opts = dataclasses.replace(stage_opts, resume=True, recipe_path=None)
+    else:
+        stage_opts = dataclasses.replace(stage_opts, resume=False, recipe_path=first_path)
+    return train(stage_opts)
+
+
+def first_stage_overrides(overrides: list[str], recipe: Recipe) -> list[str]:
+    """The run's seed, and the run's ``--set`` of the keys in SHARED_KEYS."""
+    shared = [o for o in overrides if o.split("=", 1)[0].strip() in SHARED_KEYS]
+    return [f"train.seed={recipe.train.seed}", *shared]
+
+
+def run_recipe(opts: TrainOptions) -> Recipe:
+    if opts.resume:
+        return RunDir.open(opts.run_dir).load_recipe(opts.overrides)
+    if opts.recipe_path is None:
+        raise BadInput("give a RECIPE to start a run")
+    return load_recipe(opts.recipe_path, opts.overrides)
+
+
+def run_schema(opts: TrainOptions, recipe: Recipe):
+    version = recipe.model.schema_version
+    return RunDir.open(opts.run_dir).obs_schema(version) if opts.resume else load_schema(version)
+
+
+def trained_samples(stage: Path) -> int:
+    """Samples in the stage's latest checkpoint (0 before its first)."""
+    if not RunDir.is_run(stage):
+        return 0
+    store = CheckpointStore(RunDir.open(stage).checkpoints_path)
+    latest = store.latest()
+    return 0 if latest is None else int(store.load_attrs(latest)["counters"]["samples"])
+
+
+def stage_summary_of(stage: Path) -> dict[str, Any]:
+    """What a finished stage's summary says, read back from its latest checkpoint."""
+    store = CheckpointStore(RunDir.open(stage).checkpoints_path)
+    latest = store.latest()
+    counters = store.load_attrs(latest)["counters"]
+    return {
+        "run": str(stage),
+        "stop_reason": "max_samples",
+        "version": counters.get("version", latest),
+        "checkpoint": latest,
+        "iterations": counters.get("iteration", 0),
+        "samples": counters["samples"],
+        "games": counters.get("games", 0),
+        "wall_seconds": round(counters.get("wall_seconds", 0.0), 2),
+    }
