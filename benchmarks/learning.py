@@ -4,6 +4,8 @@
     .venv/bin/python benchmarks/learning.py --recipe recipes/five-v-five-quick.toml --minutes 120 --json
     .venv/bin/python benchmarks/learning.py --recipe recipes/five-v-five-quick.toml --minutes 90 --json \
         --init-from QUICKSTART_RUN@latest     # a curriculum: 5v5 from a trained 1v1 network
+    .venv/bin/python benchmarks/learning.py --recipe recipes/five-v-five-curriculum.toml --minutes 120 --json
+                                          # the same in one recipe: its first stage, then the 5v5 run
 
 Reports the latest version's win rate against ``random``, ``bot:easy`` and ``bot:medium`` (200 games each by
 default, with Wilson 95% intervals; with a recipe that keeps a weight average, the average's, and the trained
@@ -180,6 +182,8 @@ def main() -> None:
     started = time.perf_counter()
     summary = None if args.eval_only else train(args.recipe, run_dir, args.minutes, extra)
     train_seconds = time.perf_counter() - started
+    if summary and summary.get("stage") == "first":
+        raise SystemExit(f"the budget ended in the recipe's first stage ({summary['samples']:,} samples): no run to rate")
 
     run = RunDir.open(run_dir)
     metrics = MetricsLog(run.metrics_path).read()
@@ -218,6 +222,8 @@ def main() -> None:
         "minutes": args.minutes,
         "train_seconds": round(train_seconds, 1),
         "samples": samples,
+        # a recipe with a [curriculum] first stage: the stage's summary (samples, wall seconds, ...)
+        "first_stage": summary.get("first_stage") if summary else None,
         "version": latest,
         "versus": dict(zip(FINAL_OPPONENTS, final[: len(FINAL_OPPONENTS)], strict=True)),
         "eval_seconds": round(eval_seconds, 1),
