@@ -66,7 +66,7 @@ def train_in_stages(opts: TrainOptions, train: Train) -> dict[str, Any]:
     stage_summary = train_first_stage(opts, recipe, first_path, stage, train)
     if stage_summary["stop_reason"] == "interrupted" or trained_samples(stage) < recipe.curriculum.first_samples:
         return {**stage_summary, "stage": "first"}
-    latest = CheckpointStore(RunDir.open(stage).checkpoints_path).latest()
+    latest, _ = latest_checkpoint(stage)
     run.update_meta(**{INIT_FROM_KEY: f"{stage.resolve()}@{latest}"})
 
     budget = recipe.train.max_minutes
@@ -121,20 +121,24 @@ def run_schema(opts: TrainOptions, recipe: Recipe):
     return RunDir.open(opts.run_dir).obs_schema(version) if opts.resume else load_schema(version)
 
 
-def trained_samples(stage: Path) -> int:
-    """Samples in the stage's latest checkpoint (0 before its first)."""
+def latest_checkpoint(stage: Path) -> tuple[int, dict[str, Any]] | None:
+    """The stage's latest checkpoint and its counters (None before its first)."""
     if not RunDir.is_run(stage):
-        return 0
+        return None
     store = CheckpointStore(RunDir.open(stage).checkpoints_path)
     latest = store.latest()
-    return 0 if latest is None else int(store.load_attrs(latest)["counters"]["samples"])
+    return None if latest is None else (latest, store.load_attrs(latest)["counters"])
+
+
+def trained_samples(stage: Path) -> int:
+    """Samples in the stage's latest checkpoint (0 before its first)."""
+    found = latest_checkpoint(stage)
+    return 0 if found is None else int(found[1]["samples"])
 
 
 def stage_summary_of(stage: Path) -> dict[str, Any]:
     """What a finished stage's summary says, read back from its latest checkpoint."""
-    store = CheckpointStore(RunDir.open(stage).checkpoints_path)
-    latest = store.latest()
-    counters = store.load_attrs(latest)["counters"]
+    latest, counters = latest_checkpoint(stage)
     return {
         "run": str(stage),
         "stop_reason": "max_samples",
