@@ -18,7 +18,8 @@ class CurriculumConfig:
         "",
         "The recipe of a first stage (a shipped recipe's name or a TOML path), trained in RUN/first_stage until "
         "first_samples; the run then starts from its latest version (as --init-from: same schema and [model]). "
-        "Empty: no first stage.",
+        "The first stage's own [curriculum] is trained before it, in RUN/first_stage/first_stage (a chain such "
+        "as 1v1 -> 3v3 -> 5v5). Empty: no first stage.",
     )
     first_samples: int = param(
         0, "Samples the first stage trains on before the run itself starts; with `first` only.", ge=0

@@ -6,6 +6,9 @@ ordinary run inside it. Once the stage has trained its samples, the run's ``init
 stage's latest version, and from then on the run is what ``--init-from`` makes: killed before its version 0, it
 starts again from the same weights (``open_or_create_run``). Each step writes atomically, so a kill at any moment
 resumes with ``fivectl train --run RUN --resume``.
+
+A first stage may have a first stage of its own (1v1 -> 3v3 -> 5v5): the stage is trained by this same function, so
+it lives in ``RUN/first_stage/first_stage``, and the whole chain is checked before anything is written.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from fivectl.store.rundir import RunDir
 FIRST_STAGE_DIR = "first_stage"
 # --set keys that apply to the first stage too: where and how it trains, not what it learns (its recipe says that).
 SHARED_KEYS = ("train.seed", "train.workers", "train.device", "train.learners", "train.backend", "train.ray_address")
+
+MAX_STAGES = 8  # first stages in one chain
 
 Train = Callable[[TrainOptions], dict[str, Any]]
 
@@ -54,8 +59,7 @@ def train_in_stages(opts: TrainOptions, train: Train) -> dict[str, Any]:
     if opts.resume and past_first_stage(RunDir.open(opts.run_dir)):
         return {**train(opts), "first_stage": None}
     first_path = resolve_recipe(recipe.curriculum.first)
-    first = load_recipe(first_path, first_stage_overrides(opts.overrides, recipe))
-    check_first_stage_fits(first, load_schema(first.model.schema_version), recipe, run_schema(opts, recipe))
+    check_stage_chain(recipe, run_schema(opts, recipe), opts.overrides)
     if opts.resume:
         run = RunDir.open(opts.run_dir)
     else:
@@ -99,7 +103,25 @@ def train_first_stage(opts: TrainOptions, recipe: Recipe, first_path: Path, stag
         stage_opts = dataclasses.replace(stage_opts, resume=True, recipe_path=None)
     else:
         stage_opts = dataclasses.replace(stage_opts, resume=False, recipe_path=first_path)
-    return train(stage_opts)
+    return train_in_stages(stage_opts, train)  # the stage's own first stage, if it has one
+
+
+def check_stage_chain(recipe: Recipe, schema, overrides: list[str]) -> None:
+    """BadInput unless each stage of the chain (the recipe's first stage, that stage's first stage, ...) can start
+    the next one, and no recipe comes back in it (a loop would never start the run)."""
+    later, later_schema, seen = recipe, schema, set()
+    while later.curriculum.first:
+        path = resolve_recipe(later.curriculum.first)
+        if path.resolve() in seen or len(seen) >= MAX_STAGES:
+            raise BadInput(
+                f"curriculum.first: {later.curriculum.first} comes back in the chain of first stages (a loop); "
+                f"a chain has at most {MAX_STAGES} stages"
+            )
+        seen.add(path.resolve())
+        stage = load_recipe(path, first_stage_overrides(overrides, later))
+        stage_schema = load_schema(stage.model.schema_version)
+        check_first_stage_fits(stage, stage_schema, later, later_schema)
+        later, later_schema = stage, stage_schema
 
 
 def first_stage_overrides(overrides: list[str], recipe: Recipe) -> list[str]:

@@ -137,3 +137,54 @@ def test_a_run_killed_between_its_stages_starts_from_the_finished_stage_without_
     assert summary["first_stage"]["samples"] >= FIRST_SAMPLES and summary["samples"] >= 60
     assert CheckpointStore(run / "first_stage" / "checkpoints.zarr").versions() == stage_versions
     assert json.loads((run / "run.json").read_text())["init_from"].endswith(f"@{stage_versions[-1]}")
+
+
+def test_a_chain_of_first_stages_trains_each_stage_from_the_one_before(tmp_path):
+    one = tmp_path / "one.toml"
+    one.write_text(TINY)
+    three = tmp_path / "three.toml"
+    three.write_text(five_v_five(str(one), first_samples=100).replace("team_size = 5", "team_size = 3"))
+    five = tmp_path / "five.toml"
+    five.write_text(five_v_five(str(three), first_samples=120))
+    run = tmp_path / "run"
+    stopped = train(str(five), "--run", str(run), "--max-minutes", "0.001")  # stopped in the first of the chain
+    assert stopped.exit_code == 0, stopped.output
+    assert json.loads(stopped.stdout)["stage"] == "first"
+    assert not (run / "first_stage" / "checkpoints.zarr").exists() or (
+        CheckpointStore(run / "first_stage" / "checkpoints.zarr").latest() is None
+    )
+    result = train("--run", str(run), "--resume", "--max-minutes", "5", "--max-samples", "100")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+
+    middle, first = run / "first_stage", run / "first_stage" / "first_stage"
+    assert "team_size = 1" in (first / "recipe.toml").read_text()
+    assert "team_size = 3" in (middle / "recipe.toml").read_text()
+    assert samples_at(first, CheckpointStore(first / "checkpoints.zarr").latest()) >= 100
+    middle_last = CheckpointStore(middle / "checkpoints.zarr").latest()
+    assert samples_at(middle, middle_last) >= 120 and summary["samples"] >= 100
+    assert summary["first_stage"]["first_stage"]["samples"] >= 100
+    # each stage starts from the latest version of the one before it
+    first_last = CheckpointStore(first / "checkpoints.zarr").latest()
+    assert json.loads((middle / "run.json").read_text())["init_from"] == f"{first.resolve()}@{first_last}"
+    assert json.loads((run / "run.json").read_text())["init_from"] == f"{middle.resolve()}@{middle_last}"
+    source, start = model_arrays(middle, middle_last), model_arrays(run, 0)
+    for key in (k for k in start if not k.startswith("aux.")):
+        np.testing.assert_array_equal(start[key], source[key], err_msg=key)
+
+
+def test_a_chain_of_first_stages_that_loops_or_does_not_fit_is_bad_input_before_anything_is_written(tmp_path):
+    looped = tmp_path / "loop.toml"
+    looped.write_text(five_v_five(str(looped)))
+    run = tmp_path / "run"
+    assert_bad_input(train(str(looped), "--run", str(run)), "curriculum.first", "loop")
+    assert not run.exists()
+
+    wider = tmp_path / "wide.toml"
+    wider.write_text(TINY.replace("lstm_size = 16", "lstm_size = 32"))
+    three = tmp_path / "three.toml"
+    three.write_text(five_v_five(str(wider)).replace("team_size = 5", "team_size = 3"))
+    five = tmp_path / "five.toml"
+    five.write_text(five_v_five(str(three)))
+    assert_bad_input(train(str(five), "--run", str(run)), "curriculum.first (tiny)", "lstm")
+    assert not run.exists()
