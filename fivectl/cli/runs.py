@@ -78,6 +78,10 @@ def show(
         print_json(summary)
         return
     out_console.print(_overview_table(summary))
+    stage, depth = summary["first_stage"], 0
+    while stage is not None:  # [curriculum]: the stage this run starts from, and the stage before it
+        out_console.print(f"{'  ' * depth}{_first_stage_line(stage)}", highlight=False, soft_wrap=True)
+        stage, depth = stage["first_stage"], depth + 1
     for entry in summary["lineage"]:
         if entry.get("event") == INIT_FROM:  # train --init-from: where the network started
             fresh = f" (fresh: {', '.join(entry['fresh'])})" if entry.get("fresh") else ""
@@ -118,6 +122,14 @@ def plot(
     """Write a PNG of the learning curves of a run, against samples (default) or minutes."""
     path = plot_learning_curves(RunDir.open(run), out, x)
     out_console.print(f"wrote {path}")
+
+
+def _first_stage_line(stage: dict) -> str:
+    asked = stage["samples_asked"]
+    trained = f"{stage['samples']:,}" + (f" of {asked:,} samples" if asked else " samples")
+    done = " (done)" if asked and stage["samples"] >= asked else ""
+    latest = f"v{stage['latest_version']}" if stage["latest_version"] is not None else "no version yet"
+    return f"first stage: {stage['name']} in {stage['path']}, {trained}{done}, latest {latest}"
 
 
 def _fmt(v: object) -> str:

@@ -28,7 +28,6 @@ from fivectl.schema import load_schema
 from fivectl.store.checkpoint import CheckpointStore
 from fivectl.store.rundir import RunDir
 
-FIRST_STAGE_DIR = "first_stage"
 # --set keys that apply to the first stage too: where and how it trains, not what it learns (its recipe says that).
 SHARED_KEYS = ("train.seed", "train.workers", "train.device", "train.learners", "train.backend", "train.ray_address")
 
@@ -66,7 +65,7 @@ def train_in_stages(opts: TrainOptions, train: Train) -> dict[str, Any]:
         run, _, _ = open_or_create_run(opts)  # the run first: --resume finds it while the stage trains
     resumed = dataclasses.replace(opts, resume=True, recipe_path=None)
 
-    stage = run.path / FIRST_STAGE_DIR
+    stage = run.first_stage_path
     stage_summary = train_first_stage(opts, recipe, first_path, stage, train)
     if stage_summary["stop_reason"] == "interrupted" or trained_samples(stage) < recipe.curriculum.first_samples:
         return {**stage_summary, "stage": "first"}

@@ -75,6 +75,11 @@ class RunDir:
     def recipe_path(self) -> Path:
         return self.path / RECIPE_FILE
 
+    @property
+    def first_stage_path(self) -> Path:
+        """Where the recipe's first stage (``[curriculum]``) trains: an ordinary run inside this one."""
+        return self.path / "first_stage"
+
     # -- creation and opening -----------------------------------------------------------------------
     @classmethod
     def create(

@@ -68,7 +68,33 @@ def run_summary(run: RunDir) -> dict[str, Any]:
     summary["checkpoint_summary"] = summarize_checkpoints(checkpoints)
     summary["checkpoints"] = checkpoints
     summary["lineage"] = run.meta.get("lineage", [])
+    summary["first_stage"] = first_stage_summary(run)
     return summary
+
+
+def first_stage_summary(run: RunDir) -> dict[str, Any] | None:
+    """The run's first stage (``[curriculum]``), None without one: its recipe, the samples it has trained against
+    those the run asks of it, its latest version, and its own first stage (a chain)."""
+    if not RunDir.is_run(run.first_stage_path):
+        return None
+    stage = RunDir.open(run.first_stage_path)
+    store = CheckpointStore(stage.checkpoints_path)
+    latest = store.latest()
+    trained = _last_row(MetricsLog(stage.metrics_path).read()).get("samples")
+    if trained is None and latest is not None:
+        trained = _ckpt_counters(store, latest).get("samples")
+    try:
+        asked = run.load_recipe().curriculum.first_samples
+    except FivectlError:
+        asked = None
+    return {
+        "path": str(stage.path),
+        "name": stage.meta.get("name", ""),
+        "samples": trained or 0,
+        "samples_asked": asked,
+        "latest_version": latest,
+        "first_stage": first_stage_summary(stage),
+    }
 
 
 def summarize_checkpoints(checkpoints: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -197,4 +223,4 @@ def _samples_fallback(run: RunDir, checkpoints: list[dict[str, Any]]) -> Any:
     return run.meta.get("samples")
 
 
-__all__ = ["plot_learning_curves", "run_summary", "summarize_checkpoints"]
+__all__ = ["first_stage_summary", "plot_learning_curves", "run_summary", "summarize_checkpoints"]

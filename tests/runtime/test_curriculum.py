@@ -172,6 +172,15 @@ def test_a_chain_of_first_stages_trains_each_stage_from_the_one_before(tmp_path)
     for key in (k for k in start if not k.startswith("aux.")):
         np.testing.assert_array_equal(start[key], source[key], err_msg=key)
 
+    # runs show: each stage of the chain, its samples against those asked, its latest version
+    shown = json.loads(runner.invoke(app, ["runs", "show", str(run), "--json"]).stdout)["first_stage"]
+    assert (shown["name"], shown["samples_asked"], shown["latest_version"]) == ("tiny-five", 120, middle_last)
+    assert shown["samples"] >= 120 and shown["first_stage"]["samples_asked"] == 100
+    assert shown["first_stage"]["latest_version"] == first_last and shown["first_stage"]["first_stage"] is None
+    text = runner.invoke(app, ["runs", "show", str(run)]).stdout
+    assert f"first stage: tiny-five in {middle}" in text and "of 120 samples (done)" in text
+    assert f"  first stage: tiny in {first}" in text
+
 
 def test_a_chain_of_first_stages_that_loops_or_does_not_fit_is_bad_input_before_anything_is_written(tmp_path):
     looped = tmp_path / "loop.toml"
