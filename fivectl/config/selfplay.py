@@ -29,7 +29,9 @@ class SelfPlayConfig:
     )
     bots: list[str] = param(
         factory=lambda: ["bot:easy"],
-        doc="Scripted opponents for `bot_fraction` of the games, one drawn uniformly per game.",
+        doc="Scripted opponents for `bot_fraction` of the games, one drawn uniformly per game (a level named "
+        "twice is drawn twice as often). With several levels the metrics keep each one's win rate too "
+        "(bot_win_rate_recent_LEVEL).",
     )
     past_versions_per_batch: int = param(
         1,

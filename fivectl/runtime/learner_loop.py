@@ -241,6 +241,7 @@ class Trainer:
             source_stats=source.stats(),
             times=IterationTimes(elapsed=elapsed, wait=t_wait - t_copy, learn=t_learn, copy=t_copy),
             bot_results=self.pool.bot_results,
+            bot_results_by_level=self.pool.bot_results_by_level,
             rating=self.evaluations.latest_rating(),
             pool_metrics=self.state.pool.metrics(),
             reward_cfg=self.recipe.reward,

@@ -98,6 +98,7 @@ def metrics_row(
     pool_metrics: dict[str, float],
     reward_cfg: RewardConfig,
     off_lane: float | None = None,
+    bot_results_by_level: dict[str, Iterable[float]] | None = None,
 ) -> dict[str, Any]:
     """One metrics row for an iteration trained on ``fragments`` (counters already advanced)."""
     c = counters
@@ -136,6 +137,10 @@ def metrics_row(
         row.update(
             trueskill_mu=rating["mu"], trueskill_sigma=rating["sigma"], trueskill_version=rating["version"]
         )
+    if bot_results_by_level and len(bot_results_by_level) > 1:  # selfplay.bots mixes levels: each its own rate
+        for level, results in sorted(bot_results_by_level.items()):
+            results = list(results)
+            row[f"bot_win_rate_recent_{level}"] = float(np.mean(results)) if results else None
     for key, value in pool_metrics.items():
         row[key] = None if isinstance(value, float) and math.isnan(value) else value
     row.update({key: learn[key] for key in LEARN_KEYS if key in learn})

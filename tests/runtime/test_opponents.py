@@ -257,3 +257,21 @@ def test_past_versions_act_through_traced_graphs_with_eager_acts_state_and_recyc
     evicted = ops.nets[7]
     ops.evict_unused()
     assert list(ops.nets) == [3] and ops.spare == [evicted]
+
+
+def test_results_against_a_mix_of_bot_levels_are_kept_per_level_as_well():
+    from fivectl.runtime.opponents import bot_code
+    from fivectl.runtime.pool_upkeep import PoolUpkeep
+
+    easy, passive = bot_code("easy"), bot_code("passive")
+    fragment = {  # five ended games and one still running (game_seconds 0); the learner plays side 0
+        "opponent": np.array([easy, easy, passive, passive, passive, easy]),
+        "game_seconds": np.array([300.0, 300.0, 300.0, 300.0, 300.0, 0.0]),
+        "winner": np.array([0, 1, 0, -1, 0, -1]),
+        "learner_side": np.zeros(6, dtype=np.int64),
+    }
+    upkeep = PoolUpkeep(state=None, checkpoints=None)
+    upkeep.record_results([fragment])
+    assert sorted(upkeep.bot_results) == [0.0, 0.5, 1.0, 1.0, 1.0]
+    assert list(upkeep.bot_results_by_level["easy"]) == [1.0, 0.0]
+    assert list(upkeep.bot_results_by_level["passive"]) == [1.0, 0.5, 1.0]

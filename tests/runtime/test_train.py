@@ -196,3 +196,15 @@ def test_a_weight_average_is_checkpointed_played_by_evaluation_and_restored(tiny
         result = runner.invoke(app, ["evaluate", "match", spec, "random", "--games", "2", "--json"])
         assert result.exit_code == code, result.output
     assert "expected :trained or :average" in result.stderr and "Traceback" not in result.output
+
+
+def test_a_mix_of_bot_levels_gets_a_win_rate_per_level_in_the_metrics(tiny_recipe, tmp_path):
+    run = tmp_path / "run"
+    mix = ("--set", "selfplay.bot_fraction=1.0", "--set", 'selfplay.bots=["bot:easy", "bot:passive"]')
+    short = ("--set", "train.games_per_worker=8", "--set", "game.time_limit_s=4")  # games that end
+    result = train(str(tiny_recipe), "--run", str(run), "--max-samples", "600", *mix, *short)
+    assert result.exit_code == 0, result.output
+    table = MetricsLog(run / "metrics").read()
+    for level in ("easy", "passive"):
+        rates = [r for r in table.column(f"bot_win_rate_recent_{level}").to_pylist() if r is not None]
+        assert rates and all(0.0 <= r <= 1.0 for r in rates), level
