@@ -1,4 +1,4 @@
-"""``fivectl runs list|show|plot``: what runs exist and how they are doing."""
+"""``fivectl runs list|show|plot|compare``: what runs exist and how they are doing."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from fivectl.cli.common import handle_errors, out_console, print_json
+from fivectl.store.compare import DEFAULT_METRICS, compare_runs, plot_compared
 from fivectl.store.rundir import INIT_FROM, RunDir, find_runs
 from fivectl.store.summary import plot_learning_curves, run_summary
 from fivectl.surgery.lineage import describe, surgeries
@@ -122,6 +123,55 @@ def plot(
     """Write a PNG of the learning curves of a run, against samples (default) or minutes."""
     path = plot_learning_curves(RunDir.open(run), out, x)
     out_console.print(f"wrote {path}")
+
+
+@app.command("compare")
+@handle_errors
+def compare(
+    runs: Annotated[list[Path], typer.Argument(help="Run directories (seeds of a recipe, or one idea each).")],
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric",
+            help=f"A metrics column; repeat for several (default: {', '.join(DEFAULT_METRICS)}).",
+        ),
+    ] = None,
+    every: Annotated[
+        int | None,
+        typer.Option("--every", help="Samples between rows (default: 10 rows over the longest run)."),
+    ] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Also write a PNG of the curves here.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Metrics of several runs side by side at the same samples: each run's last value at or before every mark,
+    and its last value (compare seeds and ideas per sample, which does not depend on the CPU)."""
+    opened = [RunDir.open(r) for r in runs]
+    metrics = list(metric or DEFAULT_METRICS)
+    comparison = compare_runs(opened, metrics, every)
+    if plot is not None:
+        comparison["plot"] = str(plot_compared(comparison, opened, metrics, plot))
+    if as_json:
+        print_json(comparison)
+        return
+    for name in metrics:
+        out_console.print(_comparison_table(comparison, name))
+    if plot is not None:
+        out_console.print(f"wrote {comparison['plot']}")
+
+
+def _comparison_table(comparison: dict, metric: str) -> Table:
+    table = Table(title=f"{metric} by samples")
+    table.add_column("samples", justify="right")
+    entries = comparison["runs"]
+    names = [Path(entry["path"]).name for entry in entries]
+    if len(set(names)) < len(names):  # runs/a/run and runs/b/run: the paths tell them apart
+        names = [entry["path"] for entry in entries]
+    for name in names:
+        table.add_column(name, justify="right")
+    for i, mark in enumerate(comparison["marks"]):
+        table.add_row(f"{mark:,}", *(_fmt(entry["metrics"][metric][i]) for entry in entries))
+    table.add_row("last", *(f"{_fmt(e['last'][metric])} at {e['samples']:,}" for e in entries))
+    return table
 
 
 def _first_stage_line(stage: dict) -> str:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from shared_helpers import assert_bad_input
 from typer.testing import CliRunner
 
 from fivectl.cli.runs import app
@@ -202,3 +203,35 @@ def test_list_still_works(tmp_path: Path) -> None:
     make_run(tmp_path / "a")
     result = runner.invoke(app, ["list", str(tmp_path), "--json"])
     assert result.exit_code == 0 and json.loads(result.stdout)[0]["path"].endswith("a")
+
+
+def test_compare_puts_runs_side_by_side_at_the_same_samples(tmp_path: Path) -> None:
+    short, long = make_run(tmp_path / "short", iterations=8), make_run(tmp_path / "long", iterations=20)
+    result = runner.invoke(
+        app, ["compare", str(short.path), str(long.path), "--metric", "entropy", "--every", "5000", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["marks"] == [5000, 10000, 15000, 20000]
+    by_run = {Path(r["path"]).name: r for r in data["runs"]}
+    # at 5,000 samples both logged iteration 5; the short run ends at 8,000 and has nothing past it
+    assert by_run["short"]["metrics"]["entropy"] == [pytest.approx(2.95), None, None, None]
+    assert by_run["long"]["metrics"]["entropy"] == pytest.approx([2.95, 2.9, 2.85, 2.8])
+    assert by_run["short"]["samples"] == 8000 and by_run["short"]["last"]["entropy"] == pytest.approx(2.92)
+
+    text = runner.invoke(app, ["compare", str(short.path), str(long.path), "--metric", "entropy"]).stdout
+    assert "entropy by samples" in text and "short" in text and "2.92 at 8,000" in text
+    png = tmp_path / "compare.png"
+    plotted = runner.invoke(
+        app, ["compare", str(short.path), str(long.path), "--plot", str(png), "--metric", "win_rate"]
+    )
+    assert plotted.exit_code == 0, plotted.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_compare_refuses_a_metric_no_run_logged_and_a_bad_spacing(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    missing = runner.invoke(app, ["compare", str(run.path), "--metric", "bot_win_rate_recent"])
+    assert_bad_input(missing, "no run logged bot_win_rate_recent", "entropy")  # and what was logged
+    spacing = runner.invoke(app, ["compare", str(run.path), "--metric", "entropy", "--every", "0"])
+    assert_bad_input(spacing, "--every")
