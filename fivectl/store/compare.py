@@ -86,6 +86,8 @@ def _curves(run: RunDir, metrics: list[str]) -> dict[str, Any]:
         raise BadInput(f"{run.path}: no metrics with samples yet (nothing to compare)")
     samples = _floats(table, "samples")
     keep = np.isfinite(samples)
+    if not keep.any():
+        raise BadInput(f"{run.path}: no metrics with samples yet (nothing to compare)")
     return {
         "samples": samples[keep],
         "columns": table.column_names,
