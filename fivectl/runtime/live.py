@@ -32,6 +32,20 @@ SHOWN = (
 )
 
 
+PER_BOT_LEVEL = "bot_win_rate_recent_"  # one per level when selfplay.bots mixes levels
+
+
+def shown(metrics: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """SHOWN, with a row per bot level after the win rate against all bots when the metrics have them."""
+    levels = [
+        (f"  vs bot:{key.removeprefix(PER_BOT_LEVEL)}", key, "{:.3f}")
+        for key in sorted(metrics)
+        if key.startswith(PER_BOT_LEVEL)
+    ]
+    at = next(i for i, (_, key, _) in enumerate(SHOWN) if key == "bot_win_rate_recent") + 1
+    return [*SHOWN[:at], *levels, *SHOWN[at:]]
+
+
 def _fmt(fmt: str, value: Any) -> str:
     if value is None:
         return "-"
@@ -82,14 +96,14 @@ class LiveView:
         now = time.monotonic()
         if now - self._last_log >= self.log_every_s:
             self._last_log = now
-            parts = [f"{key}={_fmt(fmt, metrics[key])}" for _, key, fmt in SHOWN if key in metrics]
+            parts = [f"{key}={_fmt(fmt, metrics[key])}" for _, key, fmt in shown(metrics) if key in metrics]
             self.console.print("[fivectl] " + " ".join(parts), highlight=False, soft_wrap=True, markup=False)
 
     def _render(self, metrics: dict[str, Any]) -> Table:
         table = Table(title=self.title, show_header=False, expand=False)
         table.add_column("metric", style="cyan")
         table.add_column("value", justify="right")
-        for label, key, fmt in SHOWN:
+        for label, key, fmt in shown(metrics):
             table.add_row(label, _fmt(fmt, metrics.get(key)))
         for text in self._notes:
             table.add_row("[dim]event[/]", f"[dim]{text}[/]")
