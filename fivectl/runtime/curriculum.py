@@ -111,11 +111,12 @@ def check_stage_chain(recipe: Recipe, schema, overrides: list[str]) -> None:
     later, later_schema, seen = recipe, schema, set()
     while later.curriculum.first:
         path = resolve_recipe(later.curriculum.first)
-        if path.resolve() in seen or len(seen) >= MAX_STAGES:
+        if path.resolve() in seen:
             raise BadInput(
-                f"curriculum.first: {later.curriculum.first} comes back in the chain of first stages (a loop); "
-                f"a chain has at most {MAX_STAGES} stages"
+                f"curriculum.first: {later.curriculum.first} comes back in the chain of first stages (a loop)"
             )
+        if len(seen) >= MAX_STAGES:
+            raise BadInput(f"curriculum.first: a chain of more than {MAX_STAGES} first stages")
         seen.add(path.resolve())
         stage = load_recipe(path, first_stage_overrides(overrides, later))
         stage_schema = load_schema(stage.model.schema_version)

@@ -3,7 +3,8 @@
 Each ended game against a past version moves that version's quality score (it falls when the learner won, so the
 version is drawn less often). Every ``selfplay.add_every`` versions the current one joins the pool; the workers
 load a member from its checkpoint, so it gets one. Games against scripted bots (``selfplay.bot_fraction``) are
-kept for the ``bot_win_rate_recent`` metric, and per level when ``selfplay.bots`` mixes levels. The workers' side, who plays each game, is ``opponents.py``.
+kept for the ``bot_win_rate_recent`` metric, and per level when ``selfplay.bots`` mixes levels. The workers' side,
+who plays each game, is ``opponents.py``.
 """
 
 from __future__ import annotations
