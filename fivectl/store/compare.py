@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from fivectl.errors import BadInput, FivectlError
+from fivectl.errors import BadInput
 from fivectl.store.metrics import MetricsLog
 from fivectl.store.rundir import RunDir
+from fivectl.store.summary import save_figure
 
 DEFAULT_METRICS = ("bot_win_rate_recent", "pool_past_win_rate_recent", "entropy")
 DEFAULT_MARKS = 10  # marks over the longest run when no spacing is given
@@ -70,14 +71,7 @@ def plot_compared(comparison: dict[str, Any], runs: list[RunDir], metrics: list[
         ax.tick_params(labelsize=8)
     axes.flat[0].legend(fontsize=7)
     fig.tight_layout()
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=100)
-    except OSError as e:
-        raise FivectlError(f"cannot write {out}: {e.strerror or e}") from None
-    finally:
-        plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 def _curves(run: RunDir, metrics: list[str]) -> dict[str, Any]:

@@ -155,6 +155,13 @@ def plot_learning_curves(run: RunDir, out: Path | None = None, x: str = "samples
     fig.suptitle(f"{run.meta.get('name') or run.path.name}: learning curves", fontsize=12)
     fig.tight_layout()
     out = Path(out) if out is not None else run.logs_path / "learning_curves.png"
+    return save_figure(fig, out)
+
+
+def save_figure(fig: Any, out: Path) -> Path:
+    """Write a matplotlib figure as a PNG at ``out`` (its folder made) and close it; FivectlError if it cannot."""
+    import matplotlib.pyplot as plt
+
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(out, dpi=100)
