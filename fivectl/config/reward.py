@@ -35,8 +35,9 @@ class RewardConfig:
         "and outside the enemy base; negative to keep heroes on their lanes early in training (paper O.2: the lane "
         "assignment was an aid for the early game), a schedule to lift it later. 0: off. The own base counts as off "
         "the lane unless an enemy is in it, so waiting at home is no way around it. In 5v5, -0.02 did not spread "
-        "the heroes and -0.1 did; lifted to 0 after 20M samples, the heroes regrouped (benchmarks/RESULTS.md, 5v5 "
-        "runs 10, 11, 13 and 16).",
+        "the heroes and -0.1 did; lifted to 0 after 20M samples, the heroes regrouped; on a 1v1 network at "
+        "entropy bonus 0.001 (--init-from), -0.1 did not spread them (benchmarks/RESULTS.md, 5v5 runs 10, 11, 13, 16 "
+        "and 31).",
         le=0,
     )
     building_near: float = param(
