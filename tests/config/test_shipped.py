@@ -82,7 +82,7 @@ def test_the_quick_5v5_recipe_has_the_quickstarts_network_so_init_from_carries_i
 
 def test_the_curriculum_recipe_is_five_v_five_quick_from_a_quickstart_first_stage():
     """Its first stage can start its run (checked as train does before the stage trains), and it differs from
-    five-v-five-quick only in what its comments say: the curriculum, the doubled building rewards, the bonus."""
+    five-v-five-quick only in what its comments say: the curriculum, the doubled building rewards, the bonus, the learning rate."""
     import dataclasses
 
     from fivectl.runtime.init_from import check_first_stage_fits
@@ -93,7 +93,9 @@ def test_the_curriculum_recipe_is_five_v_five_quick_from_a_quickstart_first_stag
     assert first.name == "quickstart" and recipe.curriculum.first_samples > 0
     check_first_stage_fits(first, load_schema(first.model.schema_version), recipe, load_schema(2))
     assert (recipe.game, recipe.model, recipe.selfplay) == (quick.game, quick.model, quick.selfplay)
-    assert recipe.train == dataclasses.replace(quick.train, entropy_coef=recipe.train.entropy_coef)
+    assert recipe.train == dataclasses.replace(
+        quick.train, entropy_coef=recipe.train.entropy_coef, learning_rate=recipe.train.learning_rate
+    )
     buildings = ("tower_t1", "tower_t2", "tower_t3", "tower_t4", "barracks", "ancient_hp")
     for name in buildings:
         assert getattr(recipe.reward, name) == 2 * getattr(quick.reward, name), name
