@@ -48,6 +48,14 @@ class RewardConfig:
         "is, this one only to the heroes who pushed. 0: off.",
         ge=0,
     )
+    consumed: float = param(
+        0.0,
+        "Solo reward per gold of consumables the hero uses (a healing salve: 110, a clarity: 50). Purchases are "
+        "scripted and restock a used consumable at once, so without it a use costs the policy nothing it sees "
+        "(gold_spent even pays for the restock) while the gold it drains delays the stat items. -0.006 (the gold "
+        "weight): a use costs what earning its price paid. 0: off.",
+        le=0,
+    )
     zero_sum: bool = param(True, "Subtract the enemy team's mean reward from each hero's reward (paper G).")
     time_decay: float = param(
         0.6, "Rewards other than win/loss are scaled by time_decay^(T/decay_minutes).", gt=0, le=1

@@ -20,5 +20,6 @@ REWARD_COMPONENTS: tuple[str, ...] = (
     "barracks",
     "off_lane",
     "building_near",
+    "consumed",
 )
 COMPONENT_INDEX = {name: i for i, name in enumerate(REWARD_COMPONENTS)}

@@ -27,7 +27,8 @@ C_WIN, C_XP, C_GOLD, C_GOLD_SPENT, C_HEALTH, C_MANA, C_KILL, C_DEATH, C_LAST_HIT
 C_EXTRA_LIFE, C_ANCIENT_HP, C_TOWER_T1, C_TOWER_T2, C_TOWER_T3, C_TOWER_T4, C_BARRACKS = range(10, 17)
 C_OFF_LANE = 17
 C_BUILDING_NEAR = 18
-N_COMPONENTS = 19
+C_CONSUMED = 19
+N_COMPONENTS = 20
 
 # Per-game stats reported in info: [G, N_STATS, 2]
 ST_KILLS, ST_DEATHS, ST_TOWERS, ST_BARRACKS, ST_BOSS, ST_LAST_HITS, ST_DENIES, ST_NETWORTH = range(8)
@@ -1092,6 +1093,7 @@ def execute_action(S, L, P, g, h, kind, slot, tslot, offset, rew):
     elif ia == D.IA_STUN:
         cast_effect(S, L, P, g, h, D.AK_STUN, ITEMS[it, D.IT_VAL], D.ITEM_STUN_S, 0.0, 0.0, u, 0.0, 0.0, rew)
     if ITEMS[it, D.IT_CHARGES] > 0:
+        rew[h, C_CONSUMED] += ITEMS[it, D.IT_COST] / ITEMS[it, D.IT_CHARGES]  # the gold a charge cost
         S.hi[g, ST.HI_ITEM_CHG + slot, h] -= 1
         if S.hi[g, ST.HI_ITEM_CHG + slot, h] <= 0:
             S.hi[g, ST.HI_ITEM_ID + slot, h] = 0

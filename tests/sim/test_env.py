@@ -395,6 +395,24 @@ def test_restoring_is_masked_when_it_would_be_wasted(schema):
     assert not obs["action_mask"][0, 0, item1]  # one salve at a time
 
 
+def test_using_a_consumable_reports_the_gold_it_cost(schema):
+    """The consumed component: a salve used is its price, to the hero who used it; a stat item never counts."""
+    env = make_env(schema)
+    s = env.state
+    salve = D.ITEM_ID["healing_salve"]
+    s.item_id[0, 0, 0], s.item_chg[0, 0, 0] = salve, 1
+    s.hp[0, 0] = 0.5 * s.max_hp[0, 0]
+    env.observe()
+    act = noop(env)
+    act[0, 0] = (env.schema.action.primary.index("item1"), 0, 0, 40)
+    _, rew, _, info = env.step(act)
+    assert info["invalid_actions"][0, 0] == 0 and s.heal_t[0, 0] > 0
+    consumed = rew[0, :, COMPONENT_INDEX["consumed"]]
+    assert consumed[0] == pytest.approx(D.ITEMS[salve, D.IT_COST]) and consumed[1] == 0.0
+    _, rew, _, _ = env.step(noop(env))
+    assert rew[0, :, COMPONENT_INDEX["consumed"]].tolist() == [0.0, 0.0]
+
+
 def test_restart_starts_new_games_only_where_asked(schema):
     env = make_env(schema, num_games=3)
     for _ in range(5):
