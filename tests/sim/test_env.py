@@ -396,7 +396,7 @@ def test_restoring_is_masked_when_it_would_be_wasted(schema):
 
 
 def test_using_a_consumable_reports_the_gold_it_cost(schema):
-    """The consumed component: a salve used is its price, to the hero who used it; a stat item never counts."""
+    """The consumed component: a salve used is its price, once, to the hero who used it."""
     env = make_env(schema)
     s = env.state
     salve = D.ITEM_ID["healing_salve"]
