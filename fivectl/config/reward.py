@@ -57,6 +57,14 @@ class RewardConfig:
         "clarity habit (46 uses a game to none) and the heroes then stayed home (5v5 run 49, benchmarks/RESULTS.md).",
         le=0,
     )
+    building_hit: float = param(
+        0.0,
+        "Solo reward per fraction of an enemy building's HP the hero's own attacks and spells take. The building "
+        "rewards above go to the whole team whoever hit, and the creeps deal most of that damage: in replays of "
+        "the curriculum's 5v5 stage the heroes hit enemy towers about one second a game and finished almost none "
+        "(benchmarks/RESULTS.md, 5v5 run 50). 0: off.",
+        ge=0,
+    )
     zero_sum: bool = param(True, "Subtract the enemy team's mean reward from each hero's reward (paper G).")
     time_decay: float = param(
         0.6, "Rewards other than win/loss are scaled by time_decay^(T/decay_minutes).", gt=0, le=1

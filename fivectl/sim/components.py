@@ -21,5 +21,6 @@ REWARD_COMPONENTS: tuple[str, ...] = (
     "off_lane",
     "building_near",
     "consumed",
+    "building_hit",
 )
 COMPONENT_INDEX = {name: i for i, name in enumerate(REWARD_COMPONENTS)}

@@ -28,7 +28,8 @@ C_EXTRA_LIFE, C_ANCIENT_HP, C_TOWER_T1, C_TOWER_T2, C_TOWER_T3, C_TOWER_T4, C_BA
 C_OFF_LANE = 17
 C_BUILDING_NEAR = 18
 C_CONSUMED = 19
-N_COMPONENTS = 20
+C_BUILDING_HIT = 20
+N_COMPONENTS = 21
 
 # Per-game stats reported in info: [G, N_STATS, 2]
 ST_KILLS, ST_DEATHS, ST_TOWERS, ST_BARRACKS, ST_BOSS, ST_LAST_HITS, ST_DENIES, ST_NETWORTH = range(8)
@@ -425,6 +426,13 @@ def deal_damage(S, L, P, g, src, dst, amount, magical, rew):
         dmg = amount * (1.0 - D.MAGIC_RESIST if S.ui[g, ST.UI_UTYPE, dst] == D.UT_HERO else 1.0)
     else:
         dmg = amount * armor_mult(S.uf[g, ST.UF_ARMOR, dst])
+    if (
+        src < L.n_heroes
+        and is_building(S.ui[g, ST.UI_UTYPE, dst])
+        and S.ui[g, ST.UI_TEAM, src] != S.ui[g, ST.UI_TEAM, dst]
+    ):
+        # the hero's own share of the push: the fraction of the building's HP its attack took
+        rew[src, C_BUILDING_HIT] += min(dmg, S.uf[g, ST.UF_HP, dst]) / S.uf[g, ST.UF_MAX_HP, dst]
     S.uf[g, ST.UF_HP, dst] -= dmg
     S.ui[g, ST.UI_LAST_ATTACKER, dst] = src
     if src < L.n_heroes and dst < L.n_heroes and S.ui[g, ST.UI_TEAM, src] != S.ui[g, ST.UI_TEAM, dst]:

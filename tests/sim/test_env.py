@@ -246,6 +246,31 @@ def test_building_near_credits_only_the_heroes_who_pushed(schema):
     assert near[2] == near[3] == 0.0  # the losers earn nothing
 
 
+def test_building_hit_credits_the_hitter_with_the_hp_its_attack_took(schema):
+    """The team's tower reward goes to both heroes; the hit reward only to the one whose attack took the HP."""
+    env = make_env(schema, team_size=2)
+    L, s = env.layout, env.state
+    t1 = next(
+        L.bld_start + b for b in range(L.bld_end - L.bld_start) if L.b_team[b] == 1 and L.b_tier[b] == 1
+    )
+    place(env, 0, s.x[0, t1] - 100, s.y[0, t1])
+    place(env, 1, *D.FOUNTAIN_POS[0])  # at home, far from the push
+    place(env, 2, *D.FOUNTAIN_POS[1])
+    place(env, 3, *D.FOUNTAIN_POS[1])
+    env.observe()
+    hp_before = float(s.hp[0, t1])
+    hit, tower = np.zeros(2), np.zeros(2)
+    for _ in range(12):
+        act = noop(env)
+        act[0, 0] = (P["attack"], 0, slot_of(env, 0, t1), 0)
+        _, rew, _, _ = env.step(act)
+        hit += rew[0, :2, COMPONENT_INDEX["building_hit"]]
+        tower += rew[0, :2, COMPONENT_INDEX["tower_t1"]]
+    taken = (hp_before - float(s.hp[0, t1])) / float(s.max_hp[0, t1])
+    assert taken > 0 and hit[0] == pytest.approx(taken, rel=1e-4) and hit[1] == 0.0
+    assert tower[0] == tower[1] == pytest.approx(2 / 3 * taken, rel=1e-4)
+
+
 def test_bad_game_configs_raise_bad_input(schema):
     with pytest.raises(BadInput, match="pool"):
         MobaEnv(GameConfig(team_size=2, hero_pool=["Ashcaller", "Kestrel", "Ironbark"]), 1, 0, schema)
