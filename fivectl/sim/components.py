@@ -22,5 +22,6 @@ REWARD_COMPONENTS: tuple[str, ...] = (
     "building_near",
     "consumed",
     "building_hit",
+    "neutral_gold",
 )
 COMPONENT_INDEX = {name: i for i, name in enumerate(REWARD_COMPONENTS)}

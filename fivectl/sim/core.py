@@ -29,7 +29,8 @@ C_OFF_LANE = 17
 C_BUILDING_NEAR = 18
 C_CONSUMED = 19
 C_BUILDING_HIT = 20
-N_COMPONENTS = 21
+C_NEUTRAL_GOLD = 21
+N_COMPONENTS = 22
 
 # Per-game stats reported in info: [G, N_STATS, 2]
 ST_KILLS, ST_DEATHS, ST_TOWERS, ST_BARRACKS, ST_BOSS, ST_LAST_HITS, ST_DENIES, ST_NETWORTH = range(8)
@@ -388,6 +389,8 @@ def on_death(S, L, P, g, u, killer, rew):
             S.gi[g, ST.GI_TEAM_LAST_HITS + kteam] += 1
             rew[killer, C_LAST_HIT] += 1.0
             add_gold(S, g, killer, S.uf[g, ST.UF_BOUNTY_GOLD, u], rew)
+            if ut == D.UT_NEUTRAL:  # the jungle's share of the gold, for a recipe to weigh apart from the lanes'
+                rew[killer, C_NEUTRAL_GOLD] += S.uf[g, ST.UF_BOUNTY_GOLD, u]
         if ut == D.UT_BOSS:
             S.gf[g, ST.GF_BOSS_RESPAWN_T] = D.BOSS_RESPAWN_S * P.fps
             if killer_hero:

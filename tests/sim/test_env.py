@@ -339,6 +339,39 @@ def test_boss_gives_an_extra_life_that_saves_a_death(schema):
     assert s.alive[0, 0] == 1 and s.x[0, 0] == pytest.approx(x, abs=200)
 
 
+def test_neutral_gold_counts_the_jungle_gold_of_the_killer_only(schema):
+    """A neutral camp unit's bounty is paid as `gold` and again as `neutral_gold`; a lane creep's only as `gold`."""
+    env = make_env(schema)
+    L, s, c = env.layout, env.state, COMPONENT_INDEX
+    neutral = L.neu_start
+    s.hp[0, neutral] = 1.0
+    bounty = float(s.bounty_gold[0, neutral])
+    place(env, 0, s.x[0, neutral] - 80, s.y[0, neutral])
+    place(env, 1, 10000, 10000)
+    env.observe()
+    act = noop(env)
+    act[0, 0] = (P["attack"], 0, slot_of(env, 0, neutral), 0)
+    _, rew, _, _ = env.step(act)
+    assert s.alive[0, neutral] == 0 and bounty > 0
+    assert rew[0, 0, c["neutral_gold"]] == bounty and rew[0, 1, c["neutral_gold"]] == 0
+    assert rew[0, 0, c["gold"]] >= bounty
+    creep = enemy_creep(env, 1)
+    place(env, 0, 6000, 6000)
+    place(env, creep, 6060, 6000)
+    s.hp[0, creep] = 1.0
+    env.observe()
+    earned = np.zeros_like(rew[0, 0])
+    for _ in range(30):  # the swing waits for the attack cooldown the neutral left
+        act = noop(env)
+        act[0, 0] = (P["attack"], 0, slot_of(env, 0, creep), 0)
+        _, rew, _, _ = env.step(act)
+        earned += rew[0, 0]
+        if not s.alive[0, creep]:
+            break
+    assert s.alive[0, creep] == 0 and earned[c["last_hit"]] == 1
+    assert earned[c["gold"]] > 0 and earned[c["neutral_gold"]] == 0
+
+
 def _play_to_time_limit(env):
     done = np.zeros(1, bool)
     while not done[0]:
