@@ -312,17 +312,23 @@ def test_nuke_ability_damages_costs_mana_and_cools_down(schema):
     assert s.abil_cd[0, 0, 0] > 0 and not obs["action_mask"][0, 0, ability1]
 
 
+def strike_at_one_hp(env, unit, gap):
+    """Hero 0, ``gap`` units beside ``unit`` left at 1 HP (hero 1 far away), attacks it: the step's results."""
+    s = env.state
+    s.hp[0, unit] = 1.0
+    place(env, 0, s.x[0, unit] - gap, s.y[0, unit])
+    place(env, 1, 10000, 10000)
+    env.observe()
+    act = noop(env)
+    act[0, 0] = (P["attack"], 0, slot_of(env, 0, unit), 0)
+    return env.step(act)
+
+
 def test_boss_gives_an_extra_life_that_saves_a_death(schema):
     env = make_env(schema)
     L, s, c = env.layout, env.state, COMPONENT_INDEX
     boss = L.boss
-    s.hp[0, boss] = 1.0
-    place(env, 0, s.x[0, boss] - 100, s.y[0, boss])
-    place(env, 1, 10000, 10000)
-    env.observe()
-    act = noop(env)
-    act[0, 0] = (P["attack"], 0, slot_of(env, 0, boss), 0)
-    _, rew, _, info = env.step(act)
+    _, rew, _, info = strike_at_one_hp(env, boss, 100)
     assert rew[0, 0, c["extra_life"]] == 1 and s.extra_life[0, 0] == 1
     assert info["boss_kills"][0].tolist() == [1, 0]
     # the extra life: the hero falls, respawns where it fell, and no death is counted
@@ -344,14 +350,8 @@ def test_neutral_gold_counts_the_jungle_gold_of_the_killer_only(schema):
     env = make_env(schema)
     L, s, c = env.layout, env.state, COMPONENT_INDEX
     neutral = L.neu_start
-    s.hp[0, neutral] = 1.0
     bounty = float(s.bounty_gold[0, neutral])
-    place(env, 0, s.x[0, neutral] - 80, s.y[0, neutral])
-    place(env, 1, 10000, 10000)
-    env.observe()
-    act = noop(env)
-    act[0, 0] = (P["attack"], 0, slot_of(env, 0, neutral), 0)
-    _, rew, _, _ = env.step(act)
+    _, rew, _, _ = strike_at_one_hp(env, neutral, 80)
     assert s.alive[0, neutral] == 0 and bounty > 0
     assert rew[0, 0, c["neutral_gold"]] == bounty and rew[0, 1, c["neutral_gold"]] == 0
     assert rew[0, 0, c["gold"]] >= bounty
