@@ -124,6 +124,14 @@ class TrainConfig:
     warmup_versions: int = param(
         0, "Versions trained at learning rate 0 after surgery (smooth restart).", ge=0
     )
+    value_warmup_samples: int = param(
+        0,
+        "The run's first samples in which only the value head trains: the policy, the trunk and the other heads "
+        "keep their weights (and the observation normalizers still learn), so that a network started from "
+        "another game (--init-from, a curriculum's first stage) fits its value to the new game's returns before "
+        "the policy gradient uses them. 0 = none.",
+        ge=0,
+    )
     slots_per_worker: int = param(
         2,
         "Fragment slots each rollout worker fills before it waits for the learner. When the learner is the "

@@ -291,6 +291,10 @@ class PolicyNet(nn.Module):
 
     # Outputs that enter a loss are float32 even under the learner's bfloat16 autocast (a no-op otherwise).
 
+    def value_parameters(self) -> list[nn.Parameter]:
+        """The value head's parameters: what trains alone in ``train.value_warmup_samples``."""
+        return list(self.heads["value"].parameters())
+
     def _value(self, h: torch.Tensor) -> torch.Tensor:
         return self.heads["value"](h).squeeze(-1).float()
 

@@ -254,7 +254,7 @@ class PPOLearner:
             ):
                 columns = to_device(columns, self.device)
                 mb = windows.select(columns, self.state_batch_dim)
-                parts, present = self.gradient_step_tensors(mb, hp.entropy_coef)
+                parts, present = self.gradient_step_tensors(mb, hp.entropy_coef, value_only=hp.value_only)
                 for name, value in parts.items():
                     weight = present.get(name)
                     if weight is None:  # on the value's device: a CPU tensor would not stack with GPU ones
@@ -337,18 +337,19 @@ class PPOLearner:
                 f"rewards {tuple(batch.rewards.shape)}"
             )
 
-    def gradient_step(self, mb: Windows, entropy_coef: float) -> dict[str, float]:
+    def gradient_step(self, mb: Windows, entropy_coef: float, value_only: bool = False) -> dict[str, float]:
         """One optimizer step on a minibatch of windows (truncated BPTT from the stored states); its parts as
         floats (the parts a step lacks, e.g. no win label in the minibatch, are left out)."""
-        parts, present = self.gradient_step_tensors(mb, entropy_coef)
+        parts, present = self.gradient_step_tensors(mb, entropy_coef, value_only=value_only)
         values = tensors_to_floats({**parts, **{f"present.{k}": v for k, v in present.items()}})
         return {k: values[k] for k in parts if values.get(f"present.{k}", 1.0) > 0}
 
     def gradient_step_tensors(
-        self, mb: Windows, entropy_coef: float
+        self, mb: Windows, entropy_coef: float, value_only: bool = False
     ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         """:meth:`gradient_step` without host synchronisation: (parts as 0-d device tensors, {part: 1.0 if
-        the step has it else 0.0} for the parts that may be missing)."""
+        the step has it else 0.0} for the parts that may be missing). ``value_only``: the step changes the value
+        head alone (``train.value_warmup_samples``)."""
         # The model returns float32 log-probabilities, values and logits under bfloat16 autocast too (policy.py).
         with torch.autocast(
             self.device.type, dtype=torch.bfloat16, enabled=self.train.precision == "bfloat16"
@@ -404,11 +405,21 @@ class PPOLearner:
             if grads
             else torch.zeros((), device=loss.device)
         )
+        if value_only:
+            self.keep_only_value_gradients()
         self.optimizer.step()
         parts["optimizer_clip_fraction"] = self.optimizer.last_clip_fraction_tensor
         parts.update(_head_entropies(evaluation, mb.weights))
         self.gradient_steps += 1
         return parts, present
+
+    def keep_only_value_gradients(self) -> None:
+        """Drop every gradient but the value head's: the optimizer steps only parameters that have one, so the
+        policy, the trunk (which the value loss would otherwise move) and their Adam moments stay as they are."""
+        value_params = {id(p) for p in self.model.value_parameters()}
+        for p in self.model.parameters():
+            if id(p) not in value_params:
+                p.grad = None
 
     # ---- checkpoint state (tensors and plain values only) -------------------------------------------------------
 

@@ -31,6 +31,7 @@ class Hyperparameters:
     gamma: float
     bot_fraction: float = 0.0
     off_lane: float = 0.0
+    value_only: bool = False  # train.value_warmup_samples: only the value head trains
 
 
 def schedule_value(schedule: Schedule, progress: Progress) -> float:
@@ -63,4 +64,5 @@ def hyperparameters_at(recipe: Recipe, progress: Progress, warmup_end_version: i
         gamma=gamma_from_horizon(horizon_s, step_seconds(recipe)),
         bot_fraction=schedule_value(recipe.selfplay.bot_fraction, progress),
         off_lane=schedule_value(recipe.reward.off_lane, progress),
+        value_only=progress.samples < train.value_warmup_samples,
     )

@@ -63,6 +63,9 @@ class TinyPolicy(nn.Module):
     def update_normalizers(self, obs):
         self.norm.update(obs["features"])
 
+    def value_parameters(self):
+        return list(self.value.parameters())
+
 
 def rollout(model: TinyPolicy, columns: int, seed: int = 0) -> FragmentBatch:
     """One fragment per column, played by ``model``: reward 1 when the action is the argmax of the first 5
@@ -204,6 +207,23 @@ def test_learning_rate_zero_leaves_parameters_but_warms_up_adam():
     restored = PPOLearner(TinyPolicy(), TrainConfig(bptt=WINDOW))
     restored.load_state_dict(learner.state_dict())
     assert restored.gradient_steps == 1
+
+
+def test_value_warmup_trains_the_value_head_alone():
+    model = TinyPolicy(seed=2)
+    before = {k: v.clone() for k, v in model.named_parameters()}
+    batch = rollout(model, columns=8, seed=2)
+    learner = PPOLearner(model, TrainConfig(bptt=WINDOW, minibatches=2), generator=torch.Generator().manual_seed(0))
+    first = learner.train_iteration(batch, replace(hyper(lr=2e-2), value_only=True))
+    for _ in range(10):
+        last = learner.train_iteration(batch, replace(hyper(lr=2e-2), value_only=True))
+    assert last["value_loss"] < first["value_loss"] / 2
+    for name, p in model.named_parameters():
+        assert torch.equal(p, before[name]) != name.startswith("value."), name
+    # the trunk and policy have no Adam moments yet: the first full step after the warmup starts them fresh
+    assert all(id(p) not in {id(q) for q in learner.optimizer.state} for p in model.policy.parameters())
+    learner.train_iteration(batch, hyper(lr=2e-2))
+    assert not torch.equal(model.policy.weight, before["policy.weight"])
 
 
 def test_bad_batches_are_bad_input():

@@ -34,6 +34,13 @@ def test_each_schedule_reads_its_own_unit():
     assert late.learning_rate == 0.0 and late.horizon_s == pytest.approx(180.0) and late.team_spirit == 1.0
 
 
+def test_value_warmup_holds_for_the_runs_first_samples():
+    warm = recipe_from_dict({"train": {"value_warmup_samples": 1000}})
+    assert hyperparameters_at(warm, Progress(samples=999)).value_only
+    assert not hyperparameters_at(warm, Progress(samples=1000)).value_only
+    assert not hyperparameters_at(recipe(), Progress(samples=0)).value_only  # default 0: none
+
+
 def test_learning_rate_is_zero_during_the_warm_period_after_surgery():
     hp = hyperparameters_at(recipe(), Progress(samples=0, versions=12), warmup_end_version=13)
     assert hp.learning_rate == 0.0 and hp.entropy_coef == pytest.approx(0.001)
