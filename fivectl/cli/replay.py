@@ -132,7 +132,8 @@ def stats(
     file: FileArg,
     as_json: Annotated[bool, typer.Option("--json", help="Print the stats as JSON.")] = False,
 ) -> None:
-    """Per-hero kills/deaths/assists, last hits, denies, gold, net worth and buildings taken part in."""
+    """Per-hero kills/deaths/assists, last hits, denies, gold, net worth and buildings taken part in; per team,
+    the share of its heroes' time spent targeting heroes, creeps, buildings and neutrals."""
     from fivectl.replay.events import hero_stats
     from fivectl.replay.load import load_replay
 
@@ -155,8 +156,10 @@ def stats(
         "LH last hits, DN denies, NW net worth, bld buildings destroyed with the hero near", style="dim"
     )
     for team in result["teams"]:
+        targets = ", ".join(f"{kind} {share:.0%}" for kind, share in team["targets"].items())
         out_console.print(
-            f"{team['team']}: {team['kills']} kills, {team['buildings_destroyed']} buildings destroyed"
+            f"{team['team']}: {team['kills']} kills, {team['buildings_destroyed']} buildings destroyed;"
+            f" heroes' time with a target: {targets}"
         )
 
 

@@ -38,6 +38,13 @@ UNIT_NAMES = {
     UT_NEUTRAL: "neutral creep",
     UT_BOSS: "boss",
 }
+TARGET_KINDS = {
+    "heroes": (UT_HERO,),
+    "creeps": (UT_MELEE, UT_RANGED),
+    "buildings": (UT_TOWER, UT_BARRACKS, UT_ANCIENT),
+    "neutrals": (UT_NEUTRAL, UT_BOSS),
+}
+"""What a hero's target can be, for ``target_shares``: whether a team pushes shows in its share on buildings."""
 
 
 @dataclass
@@ -113,7 +120,8 @@ def _heroes_near(replay: Replay, row: int, u: int) -> list[int]:
 
 
 def hero_stats(replay: Replay, events: list[Event] | None = None) -> dict:
-    """Per-hero KDA, last hits, denies, gold, net worth, level and buildings taken part in; per-team totals."""
+    """Per-hero KDA, last hits, denies, gold, net worth, level and buildings taken part in; per-team totals and
+    target shares."""
     events = find_events(replay) if events is None else events
     a = replay.arrays
     heroes = int(replay.header["heroes"])
@@ -146,6 +154,7 @@ def hero_stats(replay: Replay, events: list[Event] | None = None) -> dict:
         if e.kind == "building":
             destroyed[1 - e.team] += 1
     winner = int(replay.result["winner"])
+    shares = target_shares(replay)
     return {
         "file": str(replay.path),
         "agents": replay.header.get("agents", []),
@@ -158,10 +167,34 @@ def hero_stats(replay: Replay, events: list[Event] | None = None) -> dict:
                 "team": TEAM_NAMES[t],
                 "kills": int(sum(r["kills"] for r in rows if r["team"] == TEAM_NAMES[t])),
                 "buildings_destroyed": destroyed[t],
+                "targets": shares[t],
             }
             for t in (0, 1)
         ],
     }
+
+
+def target_shares(replay: Replay) -> list[dict[str, float]]:
+    """Per team: the share of its heroes' living frames spent with a target of each kind in TARGET_KINDS (the unit
+    a hero attacks, or walks to attack); the rest of the frames had no target."""
+    a = replay.arrays
+    heroes = int(replay.header["heroes"])
+    alive = a["alive"][:, :heroes] == 1
+    target = a["target"][:, :heroes].astype(np.int64)
+    rows = np.arange(replay.rows)[:, None]
+    kind = np.where(alive & (target >= 0), a["utype"][rows, np.maximum(target, 0)], -1)
+    shares = []
+    for t in (0, 1):
+        on_team = np.array([hero_team(replay, h) == t for h in range(heroes)])
+        frames = max(int(alive[:, on_team].sum()), 1)
+        team_kind = kind[:, on_team]
+        shares.append(
+            {
+                name: round(float(np.isin(team_kind, types).sum()) / frames, 4)
+                for name, types in TARGET_KINDS.items()
+            }
+        )
+    return shares
 
 
 def team_win_prob(replay: Replay) -> np.ndarray:

@@ -74,8 +74,12 @@ def test_stats_json_matches_the_final_frame(recorded):
         assert row["last_hits"] == int(replay.arrays["last_hits"][-1, h])
         assert row["gold"] == pytest.approx(float(replay.arrays["gold"][-1, h]), abs=0.05)
         assert row["level"] == int(replay.arrays["level"][-1, h])
+    for team in stats["teams"]:
+        assert set(team["targets"]) == {"heroes", "creeps", "buildings", "neutrals"}
+        assert 0.0 <= sum(team["targets"].values()) <= 1.0
     table = invoke("stats", path)
     assert table.exit_code == 0 and replay.header["lineup"][0][:5] in table.output
+    assert "heroes' time with a target" in table.output
 
 
 def synthetic_replay(rows: int = 6) -> Replay:
@@ -97,6 +101,10 @@ def synthetic_replay(rows: int = 6) -> Replay:
         "networth": np.zeros((rows, 2), np.float32),
         "level": np.ones((rows, units), np.int8),
     }
+    arrays["target"] = np.full((rows, units), -1, np.int16)
+    arrays["target"][:2, 0] = 1  # Alpha at Beta, then at the tower, then at nothing
+    arrays["target"][2:5, 0] = 2
+    arrays["target"][:, 1] = 3  # Beta at the creep, alive or not
     arrays["alive"][3:, 1] = 0
     arrays["kills"][3:, 0] = 1
     arrays["deaths"][3:, 1] = 1
@@ -116,6 +124,14 @@ def test_events_credit_kills_and_buildings_to_the_heroes_nearby():
     assert (alpha["kills"], alpha["deaths"], alpha["buildings"]) == (1, 0, 1)
     assert (beta["kills"], beta["deaths"]) == (0, 1)
     assert stats["teams"][0]["buildings_destroyed"] == 1 and stats["winner"] == "radiant"
+    # Shares of the living frames: Alpha lives all 6, Beta the first 3 (its target after death does not count).
+    assert stats["teams"][0]["targets"] == {
+        "heroes": round(2 / 6, 4),
+        "creeps": 0.0,
+        "buildings": 0.5,
+        "neutrals": 0.0,
+    }
+    assert stats["teams"][1]["targets"] == {"heroes": 0.0, "creeps": 1.0, "buildings": 0.0, "neutrals": 0.0}
     assert clock(events[1].seconds) == "0:00"
 
 
