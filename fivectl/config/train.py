@@ -130,7 +130,8 @@ class TrainConfig:
         "keep their weights (and the observation normalizers still learn), so that a network started from "
         "another game (--init-from, a curriculum's first stage) fits its value to the new game's returns before "
         "the policy gradient uses them. 0 = none. 3M samples in the 5v5 curriculum's stage took seed 0 from 0.005 to "
-        "0.175 against easy at 25M samples and to 74% at 42M (5v5 runs 56-57, benchmarks/RESULTS.md).",
+        "0.175 against easy at 25M samples and to 74% at 42M, but seed 1 from 85% to 5% after 2 hours (5v5 runs "
+        "56-58, benchmarks/RESULTS.md).",
         ge=0,
     )
     slots_per_worker: int = param(
